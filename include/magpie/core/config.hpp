@@ -1,0 +1,49 @@
+#pragma once
+// magpie/core/config.hpp — build switches and the library's assertion macro.
+//
+// MAGPIE_DEBUG (default: on unless NDEBUG) enables the runtime checks that catch misuse, such as
+// returning from a task with children that were forked but never joined.
+
+#include <cstdio>
+#include <cstdlib>
+
+#if !defined(MAGPIE_DEBUG)
+#  if defined(NDEBUG)
+#    define MAGPIE_DEBUG 0
+#  else
+#    define MAGPIE_DEBUG 1
+#  endif
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#  define MAGPIE_NOINLINE __attribute__((noinline))
+#  define MAGPIE_FORCEINLINE inline __attribute__((always_inline))
+#else
+#  define MAGPIE_NOINLINE
+#  define MAGPIE_FORCEINLINE inline
+#endif
+
+namespace magpie::core::detail {
+
+[[noreturn]] inline void assertion_failed(char const *expr, char const *message, char const *file,
+                                          int line) noexcept {
+  std::fprintf(stderr, "magpie: assertion `%s` failed at %s:%d\n  %s\n", expr, file, line, message);
+  std::fflush(stderr);
+  std::abort();
+}
+
+} // namespace magpie::core::detail
+
+#if MAGPIE_DEBUG
+/// Checks a precondition that the type system cannot; `message` says what the user should do.
+#  define MAGPIE_ASSERT(expr, message)                                                              \
+    ((expr) ? static_cast<void>(0)                                                                 \
+            : ::magpie::core::detail::assertion_failed(#expr, message, __FILE__, __LINE__))
+#else
+#  define MAGPIE_ASSERT(expr, message) static_cast<void>(0)
+#endif
+
+/// Always-on check for conditions that would otherwise corrupt memory or hang.
+#define MAGPIE_CHECK(expr, message)                                                                 \
+  ((expr) ? static_cast<void>(0)                                                                   \
+          : ::magpie::core::detail::assertion_failed(#expr, message, __FILE__, __LINE__))

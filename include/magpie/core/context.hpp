@@ -1,0 +1,128 @@
+#pragma once
+// magpie/core/context.hpp — what a worker owns: its stack and its deque (the `ext` interface).
+//
+// A scheduler creates one `context` per worker thread and installs it with `set_this_context()`
+// on that thread. Tasks find the current worker through `this_context()`, an accessor the compiler
+// cannot hoist across a suspension point (a task may resume on another thread).
+
+#include <cstddef>
+#include <atomic>
+#include <cstdint>
+
+#include "magpie/core/config.hpp"
+#include "magpie/core/deque.hpp"
+#include "magpie/core/stack.hpp"
+
+namespace magpie::core {
+
+struct frame_base;
+class context;
+
+namespace detail {
+inline thread_local context *tls_context = nullptr;
+} // namespace detail
+
+/// The context of the worker running on this thread, or null on a thread that is no worker.
+#if defined(__clang__)
+// Clang (<= 16) may cache the address of a thread_local across a coroutine suspension point, so
+// that a task resumed on another thread reads the first thread's variable. An opaque call cannot
+// be cached. GCC lowers coroutines before optimising and does not have this problem.
+MAGPIE_NOINLINE inline context *this_context() noexcept {
+  context *c = detail::tls_context;
+  asm volatile("" : "+r"(c)); // opaque: not pure, so calls are never merged
+  return c;
+}
+#else
+inline context *this_context() noexcept { return detail::tls_context; }
+#endif
+
+/// Installs `c` as this thread's context; returns the previous one.
+inline context *set_this_context(context *c) noexcept {
+  context *old = detail::tls_context;
+  detail::tls_context = c;
+  return old;
+}
+
+/// A snapshot of one worker's counters.
+struct worker_stats {
+  std::uint64_t steals = 0;      ///< continuations this worker stole
+  std::uint64_t steal_fails = 0; ///< steal attempts that found nothing or lost a race
+  std::uint64_t jobs = 0;        ///< submitted jobs (roots, resumptions) this worker ran
+  std::uint64_t handoffs = 0;    ///< stacks this worker gave to a suspended task
+  std::uint64_t sleeps = 0;      ///< times this worker went to sleep (lazy pools)
+};
+
+/// The counters a worker keeps.
+enum class counter : std::uint8_t { steals, steal_fails, jobs, handoffs, sleeps, count_ };
+
+/// One worker's private state. Not thread-safe except for `thief()` and `stats()`.
+class context {
+public:
+  /// `owner` identifies the scheduler (used to detect sync_wait from inside its own worker).
+  explicit context(void const *owner = nullptr, std::size_t index = 0) : m_owner(owner), m_index(index) {
+    m_stack.ensure();
+  }
+  context(context const &) = delete;
+  context &operator=(context const &) = delete;
+  ~context() {
+    if (m_spare != nullptr) {
+      stacklet::destroy_empty_chain(m_spare);
+    }
+  }
+
+  core::stack &stack() noexcept { return m_stack; }
+  deque<frame_base *> &tasks() noexcept { return m_tasks; }
+  deque<frame_base *>::thief thief() noexcept { return deque<frame_base *>::thief(m_tasks); }
+
+  void const *owner() const noexcept { return m_owner; }
+  std::size_t index() const noexcept { return m_index; }
+  /// Owner only: counts one event. A relaxed load and store, not a read-modify-write: only the
+  /// owner writes, and readers want a snapshot, not an edge.
+  void bump(counter c) noexcept {
+    auto &a = m_counters[static_cast<std::size_t>(c)];
+    a.store(a.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+
+  /// Any thread: a snapshot of the counters.
+  worker_stats stats() const noexcept {
+    auto get = [&](counter c) { return m_counters[static_cast<std::size_t>(c)].load(std::memory_order_relaxed); };
+    return {get(counter::steals), get(counter::steal_fails), get(counter::jobs), get(counter::handoffs),
+            get(counter::sleeps)};
+  }
+
+  /// Gives the current chain away (a suspended task lives on it) and continues on the spare one,
+  /// or on none: the next allocation then creates a fresh first stacklet.
+  stacklet *release_stack() noexcept {
+    bump(counter::handoffs);
+    stacklet *top = m_stack.release();
+    if (m_spare != nullptr) {
+      m_stack.adopt(m_spare);
+      m_spare = nullptr;
+    }
+    return top;
+  }
+
+  /// Takes over `top`, the chain of a task about to be resumed. The current chain must be empty;
+  /// it is kept as the spare (or freed if there is one already).
+  void adopt_stack(stacklet *top) noexcept {
+    MAGPIE_ASSERT(m_stack.empty(), "internal: a worker adopted a stack while its own was in use");
+    if (stacklet *mine = m_stack.release(); mine != nullptr) {
+      if (m_spare == nullptr) {
+        m_spare = mine;
+      } else {
+        stacklet::destroy_empty_chain(mine);
+      }
+    }
+    m_stack.adopt(top);
+  }
+
+private:
+  core::stack m_stack;
+  deque<frame_base *> m_tasks;
+  stacklet *m_spare = nullptr;
+  void const *m_owner;
+  std::size_t m_index;
+  std::atomic<std::uint64_t> m_counters[static_cast<std::size_t>(counter::count_)] = {};
+};
+
+} // namespace magpie::core

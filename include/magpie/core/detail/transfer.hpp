@@ -1,0 +1,96 @@
+#pragma once
+// magpie/core/detail/transfer.hpp — what happens when a task finishes, and the slow path of join.
+//
+// Protocol: docs/protocols.md ("Final suspend" and "Join counting and stack hand-off").
+
+#include <coroutine>
+
+#include "magpie/core/config.hpp"
+#include "magpie/core/context.hpp"
+#include "magpie/core/frame.hpp"
+
+namespace magpie::core::detail {
+
+std::coroutine_handle<> final_transfer(frame_base *f) noexcept;
+
+/// A forked child finished and found its parent's continuation gone from the deque: the parent
+/// was stolen. Arrive at the parent's join; resume it if we are the last to arrive.
+MAGPIE_NOINLINE inline std::coroutine_handle<> arrive_at_stolen_parent(context *ctx,
+                                                                       frame_base *parent) noexcept {
+  // Frames still on our stack belong to the parent (its own frame is the top one): the parent
+  // owns this chain from now on. This must happen before the decrement below, after which the
+  // parent may be resumed elsewhere and take the chain.
+  if (!ctx->stack().empty()) {
+    parent->m_stack = ctx->release_stack();
+  }
+  // acq_rel: release publishes this child's results and the stack hand-off above to whoever
+  // arrives last; acquire, if that is us, makes every other arriver's writes visible here.
+  if (parent->m_joins.fetch_sub(1, std::memory_order_acq_rel) != 1) {
+    // Point of no return: another worker may already be running the parent. Touch nothing.
+    return std::noop_coroutine();
+  }
+  // Last to arrive: the parent is suspended at its join (or its final suspend) and is ours.
+  ctx->adopt_stack(parent->m_stack);
+  parent->m_stack = nullptr;
+  parent->m_ctx = ctx;
+  parent->m_steals = 0;
+  parent->m_joins.store(frame_base::join_init, std::memory_order_relaxed); // sole owner now
+  if (parent->m_at_final) {
+    parent->m_at_final = false;
+    return final_transfer(parent);
+  }
+  return parent->m_handle;
+}
+
+/// A task reached its final suspend while continuations were stolen in its last scope (it threw,
+/// or returned without joining): wait for the children before completing.
+MAGPIE_NOINLINE inline std::coroutine_handle<> final_join(frame_base *f) noexcept {
+  std::uint32_t const share = frame_base::join_init - f->m_steals;
+  f->m_at_final = true;
+  // acq_rel: as in join (see join_awaitable::await_suspend).
+  if (f->m_joins.fetch_sub(share, std::memory_order_acq_rel) != share) {
+    return std::noop_coroutine(); // the last child completes us; do not touch f
+  }
+  f->m_at_final = false;
+  f->m_ctx->adopt_stack(f->m_stack);
+  f->m_stack = nullptr;
+  f->m_steals = 0;
+  f->m_joins.store(frame_base::join_init, std::memory_order_relaxed);
+  return final_transfer(f);
+}
+
+/// Destroys a finished task's frame and continues with whatever comes next on this worker.
+inline std::coroutine_handle<> final_transfer(frame_base *f) noexcept {
+  MAGPIE_ASSERT(!f->m_unjoined,
+                "a magpie task returned with forked children it never joined: add "
+                "`co_await magpie::join();` before co_return");
+  if (f->m_steals != 0) [[unlikely]] {
+    return final_join(f);
+  }
+  context *const ctx = f->m_ctx;
+  frame_base *const parent = f->m_parent;
+  frame_kind const kind = f->m_kind;
+  if (f->has_exception()) [[unlikely]] {
+    parent->store_exception(f->take_exception()); // a child's exception nobody joined: pass it up
+  }
+  f->m_handle.destroy(); // frees the frame: FILO on this worker's stack
+
+  switch (kind) {
+  case frame_kind::called:
+    parent->m_ctx = ctx; // we may have been stolen and resumed elsewhere: the parent follows us
+    return parent->m_handle;
+  case frame_kind::forked:
+    if (auto popped = ctx->tasks().pop()) [[likely]] {
+      MAGPIE_ASSERT(popped.value == parent, "internal: popped a continuation that is not the parent");
+      return parent->m_handle;
+    }
+    return arrive_at_stolen_parent(ctx, parent);
+  case frame_kind::root:
+    break;
+  }
+  auto *block = static_cast<root_block *>(parent);
+  block->m_on_complete(block);
+  return std::noop_coroutine();
+}
+
+} // namespace magpie::core::detail

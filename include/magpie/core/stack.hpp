@@ -1,0 +1,272 @@
+#pragma once
+// magpie/core/stack.hpp — geometric segmented stacks: where every task frame lives.
+//
+// A stack is a chain of stacklets (a small header followed by bytes). Allocation bumps a pointer
+// in the top stacklet; when it is full the next stacklet is at least twice as large. When the top
+// stacklet empties, it is kept as a cache (at most one) so that a loop that allocates and frees
+// across a stacklet boundary does not call the allocator each time ("hot splitting").
+//
+// Ownership of a whole chain moves between workers (see docs/protocols.md, "Stack hand-off"): a
+// worker that must leave a suspended task on its stack `release()`s the chain, and the worker that
+// later resumes the task `adopt()`s it. A `stack` object itself never moves.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+
+#include "magpie/core/config.hpp"
+
+namespace magpie::core {
+
+/// Hooks through which stacklets are allocated (tests inject failures here). `allocate` may throw
+/// (e.g. std::bad_alloc); a throw surfaces at the fork/call that needed the memory.
+struct stacklet_allocator {
+  void *(*allocate)(std::size_t bytes);
+  void (*deallocate)(void *ptr, std::size_t bytes) noexcept;
+};
+
+/// Process-wide stack statistics (relaxed counters, updated only when stacklets come and go).
+struct stack_stats {
+  std::size_t stacklets_allocated; ///< stacklets ever allocated
+  std::size_t stacklets_live;      ///< stacklets currently allocated
+  std::size_t bytes_live;          ///< bytes in live stacklets
+  std::size_t bytes_peak;          ///< high-water mark of bytes_live
+};
+
+namespace detail {
+
+inline void *default_stacklet_allocate(std::size_t bytes) {
+  return ::operator new(bytes, std::align_val_t{64});
+}
+inline void default_stacklet_deallocate(void *ptr, std::size_t) noexcept {
+  ::operator delete(ptr, std::align_val_t{64});
+}
+
+struct stack_globals {
+  // Two words, set together while no pool runs; relaxed: installing hooks is not a sync point.
+  std::atomic<void *(*)(std::size_t)> allocate{default_stacklet_allocate};
+  std::atomic<void (*)(void *, std::size_t) noexcept> deallocate{default_stacklet_deallocate};
+  std::atomic<std::size_t> allocated{0};
+  std::atomic<std::size_t> live{0};
+  std::atomic<std::size_t> bytes_live{0};
+  std::atomic<std::size_t> bytes_peak{0};
+};
+
+inline stack_globals &globals() noexcept {
+  static stack_globals g;
+  return g;
+}
+
+} // namespace detail
+
+/// Replaces the stacklet allocator; returns the previous one. Call only while no pool runs.
+inline stacklet_allocator set_stacklet_allocator(stacklet_allocator hooks) noexcept {
+  auto &g = detail::globals();
+  return {g.allocate.exchange(hooks.allocate, std::memory_order_relaxed),
+          g.deallocate.exchange(hooks.deallocate, std::memory_order_relaxed)};
+}
+
+/// A snapshot of the stack counters.
+inline stack_stats get_stack_stats() noexcept {
+  auto &g = detail::globals();
+  return {g.allocated.load(std::memory_order_relaxed), g.live.load(std::memory_order_relaxed),
+          g.bytes_live.load(std::memory_order_relaxed),
+          g.bytes_peak.load(std::memory_order_relaxed)};
+}
+
+/// Resets the peak to the current live bytes (for measurements).
+inline void reset_stack_peak() noexcept {
+  auto &g = detail::globals();
+  g.bytes_peak.store(g.bytes_live.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+/// The header of one segment of a stack. The usable bytes follow the header.
+class stacklet {
+public:
+  static constexpr std::size_t alignment = 16; ///< every allocation is aligned to this
+
+  std::byte *base() noexcept { return reinterpret_cast<std::byte *>(this + 1); }
+  std::byte *end() noexcept { return base() + m_capacity; }
+  std::size_t capacity() const noexcept { return m_capacity; }
+  stacklet *prev() const noexcept { return m_prev; }
+
+  /// Allocates a stacklet with at least `capacity` usable bytes through the installed hooks.
+  static stacklet *create(std::size_t capacity, stacklet *prev) {
+    auto &g = detail::globals();
+    std::size_t const bytes = sizeof(stacklet) + capacity;
+    void *mem = g.allocate.load(std::memory_order_relaxed)(bytes);
+    auto *s = ::new (mem) stacklet(capacity, prev);
+    g.allocated.fetch_add(1, std::memory_order_relaxed); // statistics only: no ordering
+    g.live.fetch_add(1, std::memory_order_relaxed);
+    std::size_t const now = g.bytes_live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    std::size_t peak = g.bytes_peak.load(std::memory_order_relaxed);
+    while (now > peak && !g.bytes_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+    return s;
+  }
+
+  /// Frees this stacklet (not its neighbours).
+  static void destroy(stacklet *s) noexcept {
+    auto &g = detail::globals();
+    std::size_t const bytes = sizeof(stacklet) + s->m_capacity;
+    g.live.fetch_sub(1, std::memory_order_relaxed); // statistics only
+    g.bytes_live.fetch_sub(bytes, std::memory_order_relaxed);
+    s->~stacklet();
+    g.deallocate.load(std::memory_order_relaxed)(s, bytes);
+  }
+
+  /// Frees a chain that holds no live allocation: the top and its cached successor.
+  static void destroy_empty_chain(stacklet *top) noexcept {
+    MAGPIE_ASSERT(top->m_prev == nullptr && top->m_saved_sp == top->base(),
+                  "internal: only an empty stack may be freed");
+    if (top->m_next != nullptr) {
+      destroy(top->m_next);
+    }
+    destroy(top);
+  }
+
+private:
+  friend class stack;
+
+  stacklet(std::size_t capacity, stacklet *prev) noexcept
+      : m_prev(prev), m_capacity(capacity), m_saved_sp(base()) {}
+
+  stacklet *m_prev;          // the segment below, or null for the first
+  stacklet *m_next = nullptr; // a cached empty segment above, or null
+  std::size_t m_capacity;    // usable bytes after the header
+  std::byte *m_saved_sp;     // the bump pointer, valid while this is not the top of a live stack
+  std::byte m_pad[64 - 4 * sizeof(void *)]; // 64-byte header: the data starts cache-aligned
+};
+
+static_assert(sizeof(stacklet) == 64);
+
+/// A worker's stack: the bump pointer of the top stacklet, cached for speed. Not thread-safe: only
+/// the worker that holds the stack touches it.
+class stack {
+public:
+  /// Usable bytes of a chain's first stacklet (a page with its header).
+  static constexpr std::size_t initial_capacity = 4096 - sizeof(stacklet);
+
+  stack() = default;
+  stack(stack const &) = delete;
+  stack &operator=(stack const &) = delete;
+  ~stack() {
+    if (m_top != nullptr) {
+      sync();
+      MAGPIE_ASSERT(empty(), "a stack was destroyed while a task frame still lived on it");
+      stacklet::destroy_empty_chain(m_top);
+    }
+  }
+
+  /// Gives this stack a fresh first stacklet if it has none.
+  void ensure() {
+    if (m_top == nullptr) {
+      adopt(stacklet::create(initial_capacity, nullptr));
+    }
+  }
+
+  /// Bump-allocates `bytes` (rounded up to 16). May grow the stack; throws what the hook throws.
+  MAGPIE_FORCEINLINE void *allocate(std::size_t bytes) {
+    bytes = round_up(bytes);
+    if (static_cast<std::size_t>(m_end - m_sp) >= bytes) [[likely]] {
+      std::byte *p = m_sp;
+      m_sp += bytes;
+      return p;
+    }
+    return allocate_slow(bytes);
+  }
+
+  /// Frees the most recent allocation (FILO); `ptr` must be its address.
+  MAGPIE_FORCEINLINE void deallocate(void *ptr) noexcept {
+    m_sp = static_cast<std::byte *>(ptr);
+    if (m_sp == m_top->base() && m_top->m_prev != nullptr) [[unlikely]] {
+      pop_stacklet();
+    }
+  }
+
+  /// True if no allocation is live on this stack.
+  bool empty() const noexcept {
+    return m_top == nullptr || (m_top->m_prev == nullptr && m_sp == m_top->base());
+  }
+
+  /// True if `ptr` is the most recent allocation of `bytes` bytes (for debug checks).
+  bool is_top(void const *ptr, std::size_t bytes) const noexcept {
+    return static_cast<std::byte const *>(ptr) + round_up(bytes) == m_sp;
+  }
+
+  /// Detaches the whole chain (to hand it to a suspended task) and leaves this stack without one.
+  stacklet *release() noexcept {
+    sync();
+    stacklet *top = m_top;
+    m_top = nullptr;
+    m_sp = m_end = nullptr;
+    return top;
+  }
+
+  /// Makes `top` (a chain released earlier) this stack's chain. This stack must have none.
+  void adopt(stacklet *top) noexcept {
+    MAGPIE_ASSERT(m_top == nullptr, "internal: adopt() onto a stack that still holds a chain");
+    m_top = top;
+    m_sp = top->m_saved_sp;
+    m_end = top->end();
+  }
+
+  static constexpr std::size_t round_up(std::size_t n) noexcept {
+    return (n + stacklet::alignment - 1) & ~(stacklet::alignment - 1);
+  }
+
+private:
+  void sync() noexcept {
+    if (m_top != nullptr) {
+      m_top->m_saved_sp = m_sp;
+    }
+  }
+
+  MAGPIE_NOINLINE void *allocate_slow(std::size_t bytes) {
+    if (m_top == nullptr) { // the chain was handed away and there was no spare
+      std::size_t capacity = initial_capacity;
+      while (capacity < bytes) {
+        capacity = 2 * capacity + sizeof(stacklet);
+      }
+      adopt(stacklet::create(capacity, nullptr));
+      return allocate(bytes);
+    }
+    sync();
+    stacklet *next = m_top->m_next;
+    if (next == nullptr || next->m_capacity < bytes) {
+      std::size_t capacity = 2 * m_top->m_capacity + sizeof(stacklet); // geometric growth
+      while (capacity < bytes) {
+        capacity *= 2;
+      }
+      stacklet *fresh = stacklet::create(capacity, m_top); // may throw: nothing changed yet
+      if (next != nullptr) {
+        stacklet::destroy(next); // too small to be useful
+      }
+      next = fresh;
+      m_top->m_next = next;
+    }
+    m_top = next;
+    m_sp = next->base() + bytes;
+    m_end = next->end();
+    return next->base();
+  }
+
+  MAGPIE_NOINLINE void pop_stacklet() noexcept {
+    stacklet *empty = m_top;
+    if (empty->m_next != nullptr) { // keep at most one cached segment
+      stacklet::destroy(empty->m_next);
+      empty->m_next = nullptr;
+    }
+    empty->m_saved_sp = empty->base();
+    m_top = empty->m_prev;
+    m_sp = m_top->m_saved_sp;
+    m_end = m_top->end();
+  }
+
+  std::byte *m_sp = nullptr;
+  std::byte *m_end = nullptr;
+  stacklet *m_top = nullptr;
+};
+
+} // namespace magpie::core

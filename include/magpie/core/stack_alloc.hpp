@@ -1,0 +1,119 @@
+#pragma once
+// magpie/core/stack_alloc.hpp — temporary arrays on the task's own segmented stack.
+//
+//   auto buf = co_await magpie::stack_alloc<double>(n);  // n value-initialised doubles
+//   ... use buf[i], buf.span() ...
+//                                                      // freed when `buf` goes out of scope
+//
+// A portable, overflow-free alloca: the memory comes from the stack that holds the task's frame,
+// by pointer bump, and is freed in FILO order. Allocate and free only outside fork–join scopes
+// (before the first fork or after the join): inside a scope the task may be running on a thief's
+// stack. Both rules are checked in debug builds.
+
+#include <coroutine>
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <span>
+#include <type_traits>
+
+#include "magpie/core/config.hpp"
+#include "magpie/core/context.hpp"
+#include "magpie/core/frame.hpp"
+
+namespace magpie::core {
+
+template <typename T>
+struct stack_alloc_awaitable;
+
+/// An array of T on the task's stack; neither copyable nor movable (it must die in FILO order).
+template <typename T>
+class stack_array {
+  static_assert(alignof(T) <= stacklet::alignment,
+                "magpie::stack_alloc: over-aligned types (alignof > 16) are not supported");
+
+public:
+  stack_array(stack_array const &) = delete;
+  stack_array &operator=(stack_array const &) = delete;
+
+  ~stack_array() {
+    if (m_data == nullptr) {
+      return;
+    }
+    for (std::size_t i = m_size; i-- > 0;) { // reverse order of construction
+      m_data[i].~T();
+    }
+    MAGPIE_ASSERT(!m_owner->m_unjoined,
+                  "a magpie::stack_array was freed inside a fork-join scope: let it go out of scope "
+                  "before the first fork or after the join");
+    stack &s = m_owner->m_ctx->stack();
+    MAGPIE_ASSERT(s.is_top(m_data, m_size * sizeof(T)),
+                  "magpie::stack_array freed out of FILO order");
+    s.deallocate(m_data);
+  }
+
+  T *data() const noexcept { return m_data; }
+  std::size_t size() const noexcept { return m_size; }
+  bool empty() const noexcept { return m_size == 0; }
+  T &operator[](std::size_t i) const noexcept {
+    MAGPIE_ASSERT(i < m_size, "magpie::stack_array index out of range");
+    return m_data[i];
+  }
+  T *begin() const noexcept { return m_data; }
+  T *end() const noexcept { return m_data + m_size; }
+  std::span<T> span() const noexcept { return {m_data, m_size}; }
+
+private:
+  template <typename>
+  friend struct stack_alloc_awaitable;
+
+  stack_array(frame_base *owner, std::size_t n) : m_owner(owner), m_size(n) {
+    if (n == 0) {
+      return;
+    }
+    MAGPIE_ASSERT(!owner->m_unjoined,
+                  "magpie::stack_alloc inside a fork-join scope: allocate before the first fork or "
+                  "after the join");
+    stack &s = owner->m_ctx->stack();
+    void *mem = s.allocate(n * sizeof(T)); // may throw (allocator hook)
+    try {
+      std::uninitialized_value_construct_n(static_cast<T *>(mem), n);
+    } catch (...) {
+      s.deallocate(mem);
+      throw;
+    }
+    m_data = static_cast<T *>(mem);
+  }
+
+  frame_base *m_owner;
+  T *m_data = nullptr;
+  std::size_t m_size;
+};
+
+/// What `co_await stack_alloc<T>(n)` becomes inside a task.
+template <typename T>
+struct stack_alloc_awaitable {
+  frame_base *m_owner;
+  std::size_t m_count;
+
+  bool await_ready() const noexcept { return true; }
+  void await_suspend(std::coroutine_handle<>) const noexcept {}
+  stack_array<T> await_resume() const { return stack_array<T>(m_owner, m_count); }
+};
+
+namespace detail {
+template <typename T>
+struct [[nodiscard("co_await it")]] stack_alloc_request {
+  using magpie_awaitable = void;
+  std::size_t m_count;
+  stack_alloc_awaitable<T> magpie_bind(frame_base &self) const noexcept { return {&self, m_count}; }
+};
+} // namespace detail
+
+/// Allocates `n` value-initialised T on the current task's stack.
+template <typename T>
+detail::stack_alloc_request<T> stack_alloc(std::size_t n) noexcept {
+  return {n};
+}
+
+} // namespace magpie::core

@@ -1,0 +1,122 @@
+#pragma once
+// magpie/sched/pool.hpp — thread pools of work-stealing workers: busy_pool and lazy_pool.
+//
+// Each worker owns a Chase–Lev deque of stealable continuations and a multi-producer queue of
+// submitted jobs (roots from sync_wait, tasks moved with resume_on). There is no global queue.
+//
+// busy_pool: idle workers keep stealing (lowest latency; burns idle cores).
+// lazy_pool: idle workers sleep; while any worker runs tasks at least one stays awake to steal,
+//            and no wake-up is lost (docs/protocols.md, "Sleep and wake-up").
+//
+// Destruction finishes in-flight work: the destructor refuses new submissions (they throw
+// magpie::pool_closed), waits until every submitted root has completed, then joins the threads.
+// Destroying a pool from one of its own workers is an error (checked).
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include "magpie/core/context.hpp"
+#include "magpie/sched/job.hpp"
+
+namespace magpie::sched {
+
+/// Thrown when work is submitted to a pool that is shutting down.
+class pool_closed : public std::runtime_error {
+public:
+  pool_closed() : std::runtime_error("magpie: work submitted to a pool that is being destroyed") {}
+};
+
+/// Whether idle workers spin or sleep.
+enum class idle_policy : std::uint8_t { busy, lazy };
+
+namespace detail {
+struct worker;
+}
+
+/// The common machinery of busy_pool and lazy_pool. Thread-safe: any thread may submit.
+class pool {
+public:
+  pool(std::size_t workers, idle_policy policy);
+  pool(pool const &) = delete;
+  pool &operator=(pool const &) = delete;
+  ~pool();
+
+  /// Number of worker threads.
+  std::size_t size() const noexcept;
+  idle_policy policy() const noexcept { return m_policy; }
+
+  /// Hands a root job to some worker, preferring an idle one. Throws pool_closed once the
+  /// destructor has begun. Counts the job as in flight until `finish_root()`.
+  void submit_root(job *j);
+  /// Called once per submit_root, by the submitter, after the root has completed.
+  void finish_root() noexcept;
+
+  /// Hands `j` to worker `index` specifically (resume_on). Never throws; the caller checked
+  /// `accepting()` first and holds an in-flight root, so the pool cannot close meanwhile.
+  void submit_to(std::size_t index, job *j) noexcept;
+
+  /// A worker to send work to: an idle one if any looks idle, else the next in turn.
+  std::size_t choose_worker() noexcept;
+
+  /// True until the destructor has begun.
+  bool accepting() const noexcept { return !m_closing.load(std::memory_order_acquire); }
+
+  /// True if the calling thread is one of this pool's workers.
+  bool is_worker_thread() const noexcept {
+    core::context const *c = core::this_context();
+    return c != nullptr && c->owner() == this;
+  }
+
+  /// Per-worker counters (a racy snapshot; exact once the pool is idle).
+  std::vector<core::worker_stats> stats() const;
+
+private:
+  friend struct detail::worker;
+
+  void run(detail::worker &w);
+  bool try_steal(detail::worker &w);
+  bool run_jobs(detail::worker &w);
+  void idle(detail::worker &w);
+  bool work_visible(detail::worker const &w) const noexcept;
+  void wake(std::size_t index) noexcept;
+  void wake_one() noexcept;
+  void become_active() noexcept;
+  void become_thief() noexcept;
+
+  idle_policy m_policy;
+  std::vector<std::unique_ptr<detail::worker>> m_workers;
+
+  alignas(64) std::atomic<std::size_t> m_active{0};  // workers running tasks
+  alignas(64) std::atomic<std::size_t> m_thieves{0}; // workers awake and looking for work
+  alignas(64) std::atomic<std::size_t> m_sleepers{0};
+  std::atomic<std::size_t> m_next_root{0};
+  std::atomic<bool> m_stop{false};
+  std::atomic<bool> m_closing{false};
+
+  std::mutex m_sleep_mutex; // guards each worker's asleep/notified flags
+
+  std::mutex m_inflight_mutex;
+  std::condition_variable m_inflight_cv;
+  std::size_t m_inflight = 0;
+};
+
+/// A pool whose idle workers keep looking for work.
+class busy_pool : public pool {
+public:
+  /// `workers` = 0 means std::thread::hardware_concurrency().
+  explicit busy_pool(std::size_t workers = 0);
+};
+
+/// A pool whose idle workers sleep.
+class lazy_pool : public pool {
+public:
+  /// `workers` = 0 means std::thread::hardware_concurrency().
+  explicit lazy_pool(std::size_t workers = 0);
+};
+
+} // namespace magpie::sched

@@ -1,0 +1,92 @@
+#pragma once
+// magpie/sched/resume_on.hpp — explicit scheduling: move the current task onto a chosen worker.
+//
+//   co_await magpie::resume_on(pool, 3);  // continue on worker 3 of `pool`
+//   co_await magpie::resume_on(pool);     // continue on some worker of `pool` (maybe another pool)
+//
+// The task suspends, hands its stack to itself, and its resumption goes through the target
+// worker's submission queue. Only outside fork–join scopes (no unjoined children). Moving into
+// another pool requires that pool to outlive the task's stay there.
+
+#include <coroutine>
+#include <cstddef>
+#include <stdexcept>
+
+#include "magpie/core/config.hpp"
+#include "magpie/core/context.hpp"
+#include "magpie/core/frame.hpp"
+#include "magpie/sched/job.hpp"
+#include "magpie/sched/pool.hpp"
+
+namespace magpie::sched {
+
+namespace detail {
+
+/// Bound to its task: the job that resumes it lives in the task's own frame.
+struct resume_on_awaitable : job {
+  pool *m_pool;
+  std::size_t m_index;
+  core::frame_base *m_frame;
+
+  bool await_ready() const noexcept { return false; }
+
+  void await_suspend(std::coroutine_handle<>) noexcept {
+    core::context *ctx = m_frame->m_ctx;
+    // Our frame (and any stack_array) is on the current chain: it goes with us.
+    m_frame->m_stack = ctx->release_stack();
+    m_run = &run;
+    m_pool->submit_to(m_index, this);
+    // Point of no return: the target may already be running the task (and this awaitable).
+  }
+
+  void await_resume() const noexcept {}
+
+  static void run(job *j, core::context &ctx) {
+    core::frame_base *f = static_cast<resume_on_awaitable *>(j)->m_frame;
+    ctx.adopt_stack(f->m_stack);
+    f->m_stack = nullptr;
+    f->m_ctx = &ctx;
+    f->m_handle.resume();
+  }
+};
+
+struct [[nodiscard("co_await it")]] resume_on_request {
+  using magpie_awaitable = void;
+  pool *m_pool;
+  std::size_t m_index;
+  bool m_any;
+
+  resume_on_awaitable magpie_bind(core::frame_base &self) const {
+    MAGPIE_CHECK(!self.m_unjoined, "magpie::resume_on inside a fork-join scope: join first");
+    if (!m_pool->accepting()) {
+      throw pool_closed();
+    }
+    if (!m_any && m_index >= m_pool->size()) {
+      throw std::out_of_range("magpie::resume_on: no such worker in the pool");
+    }
+    resume_on_awaitable a{};
+    a.m_pool = m_pool;
+    a.m_index = m_any ? m_pool->choose_worker() : m_index;
+    a.m_frame = &self;
+    return a;
+  }
+};
+
+} // namespace detail
+
+/// Continues the current task on worker `index` of `p`. Throws std::out_of_range for a bad index
+/// and pool_closed if `p` is shutting down.
+inline detail::resume_on_request resume_on(pool &p, std::size_t index) noexcept {
+  return {&p, index, false};
+}
+
+/// Continues the current task on some worker of `p`, preferring an idle one.
+inline detail::resume_on_request resume_on(pool &p) noexcept { return {&p, 0, true}; }
+
+/// The index of the worker running the caller within its scheduler, or -1 on other threads.
+inline std::ptrdiff_t this_worker_index() noexcept {
+  core::context const *c = core::this_context();
+  return c == nullptr ? -1 : static_cast<std::ptrdiff_t>(c->index());
+}
+
+} // namespace magpie::sched

@@ -1,0 +1,124 @@
+#pragma once
+// magpie/sched/sync_wait.hpp — the way into magpie from ordinary code.
+//
+//   magpie::lazy_pool pool;
+//   long r = magpie::sync_wait(pool, fib, 40);
+//
+// Blocks the calling thread until the root task completes and returns its value, or rethrows its
+// exception. Any number of threads may call sync_wait on one scheduler at once. Calling it from a
+// worker of the same scheduler would deadlock a one-worker pool, so it throws std::logic_error.
+
+#include <concepts>
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "magpie/core/fork.hpp"
+#include "magpie/core/frame.hpp"
+#include "magpie/core/task.hpp"
+#include "magpie/sched/job.hpp"
+
+namespace magpie::sched {
+
+/// What sync_wait needs of a scheduler: take a root job, account for its end, and recognise its
+/// own worker threads.
+template <typename S>
+concept scheduler = requires(S &s, job *j, S const &cs) {
+  s.submit_root(j);
+  s.finish_root();
+  { cs.is_worker_thread() } -> std::convertible_to<bool>;
+};
+
+namespace detail {
+
+template <typename T>
+struct value_slot {
+  T value{};
+  T *target() noexcept { return &value; }
+  T take() { return std::move(value); }
+};
+template <>
+struct value_slot<void> {
+  void take() const noexcept {}
+};
+
+/// A root task's job and its anchor, living in sync_wait's frame on the caller's thread.
+template <typename Fn, typename... Args>
+struct root_job final : job, core::root_block {
+  using value_type = core::async_result_t<Fn, Args...>;
+
+  root_job(Fn &&fn, Args &&...args) : m_fn(std::forward<Fn>(fn)), m_args(std::forward<Args>(args)...) {
+    m_run = &start;
+    m_on_complete = &complete;
+  }
+
+  static void start(job *j, core::context &ctx) {
+    auto *self = static_cast<root_job *>(j);
+    core::detail::promise<value_type> *child = nullptr;
+    try {
+      child = core::detail::create_task(std::forward<Fn>(self->m_fn), std::move(self->m_args));
+    } catch (...) { // an argument's copy or the stack's growth threw: the caller gets it
+      self->store_exception(std::current_exception());
+      complete(self);
+      return;
+    }
+    child->m_parent = self;
+    child->m_ctx = &ctx;
+    child->m_kind = core::frame_kind::root;
+    if constexpr (!std::is_void_v<value_type>) {
+      child->m_return = self->m_value.target();
+    }
+    child->m_handle.resume();
+  }
+
+  static void complete(core::root_block *b) noexcept {
+    auto *self = static_cast<root_job *>(b);
+    std::lock_guard lock(self->m_mutex);
+    self->m_done = true;
+    self->m_cv.notify_one(); // under the lock: the waiter cannot return (and free us) before
+  }
+
+  void wait() {
+    std::unique_lock lock(m_mutex);
+    m_cv.wait(lock, [&] { return m_done; }); // the mutex orders the worker's writes before us
+  }
+
+  value_type result() {
+    if (has_exception()) {
+      std::rethrow_exception(take_exception());
+    }
+    return m_value.take();
+  }
+
+  Fn &&m_fn;
+  std::tuple<Args &&...> m_args;
+  value_slot<value_type> m_value;
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  bool m_done = false;
+};
+
+} // namespace detail
+
+/// Runs `fn(args...)` as a root task on `s` and waits for it. Rethrows the task's exception.
+template <scheduler S, typename Fn, typename... Args>
+  requires core::async_function<Fn, Args...>
+core::async_result_t<Fn, Args...> sync_wait(S &s, Fn &&fn, Args &&...args) {
+  using value_type = core::async_result_t<Fn, Args...>;
+  static_assert(std::is_void_v<value_type> || std::default_initializable<value_type>,
+                "magpie::sync_wait: the root task's value type must be default-constructible");
+  if (s.is_worker_thread()) {
+    throw std::logic_error("magpie::sync_wait called from a worker of the same scheduler: it would "
+                           "wait for itself; inside a task use co_await magpie::call(...) instead");
+  }
+  detail::root_job<Fn, Args...> root(std::forward<Fn>(fn), std::forward<Args>(args)...);
+  s.submit_root(&root); // may throw (e.g. pool_closed)
+  root.wait();
+  s.finish_root();
+  return root.result();
+}
+
+} // namespace magpie::sched

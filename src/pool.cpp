@@ -1,0 +1,323 @@
+// magpie/src/pool.cpp — the worker loop, stealing, and the lazy pool's sleep/wake protocol.
+//
+// The protocol and why no wake-up is lost: docs/protocols.md, "Sleep and wake-up".
+
+#include "magpie/sched/pool.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <thread>
+
+#include "magpie/core/config.hpp"
+#include "magpie/core/frame.hpp"
+
+namespace magpie::sched {
+
+namespace detail {
+
+/// xoshiro128** style generator, small and fast enough for victim selection.
+class rng {
+public:
+  explicit rng(std::uint64_t seed) noexcept {
+    for (auto &s : m_s) { // splitmix64 to spread the seed
+      seed += 0x9E3779B97F4A7C15ULL;
+      std::uint64_t z = seed;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+      s = static_cast<std::uint32_t>(z ^ (z >> 31)) | 1u;
+    }
+  }
+  std::uint32_t operator()() noexcept {
+    std::uint32_t const result = rotl(m_s[1] * 5, 7) * 9;
+    std::uint32_t const t = m_s[1] << 9;
+    m_s[2] ^= m_s[0];
+    m_s[3] ^= m_s[1];
+    m_s[1] ^= m_s[2];
+    m_s[0] ^= m_s[3];
+    m_s[2] ^= t;
+    m_s[3] = rotl(m_s[3], 11);
+    return result;
+  }
+
+private:
+  static std::uint32_t rotl(std::uint32_t x, int k) noexcept { return (x << k) | (x >> (32 - k)); }
+  std::uint32_t m_s[4];
+};
+
+struct worker {
+  worker(pool const *owner, std::size_t index) : ctx(owner, index), random(index + 1) {}
+
+  core::context ctx;
+  job_queue queue;
+  std::atomic<bool> idle{false}; // a hint for choosing where to submit roots
+  std::condition_variable cv;    // with pool::m_sleep_mutex
+  bool asleep = false;           // guarded by pool::m_sleep_mutex
+  bool notified = false;         // guarded by pool::m_sleep_mutex
+  unsigned failures = 0;         // consecutive rounds without work (owner only)
+  rng random;
+  std::thread thread;
+};
+
+} // namespace detail
+
+namespace {
+std::size_t resolve(std::size_t workers) {
+  if (workers == 0) {
+    workers = std::max(1u, std::thread::hardware_concurrency());
+  }
+  return workers;
+}
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+constexpr unsigned spin_rounds = 64;   // failed rounds before yielding the core
+constexpr unsigned yield_rounds = 256; // failed rounds before a lazy worker tries to sleep
+} // namespace
+
+pool::pool(std::size_t workers, idle_policy policy) : m_policy(policy) {
+  workers = resolve(workers);
+  m_workers.reserve(workers);
+  for (std::size_t i = 0; i < workers; ++i) {
+    m_workers.push_back(std::make_unique<detail::worker>(this, i));
+  }
+  m_thieves.store(workers, std::memory_order_relaxed); // every worker starts as a thief
+  for (auto &w : m_workers) {
+    w->thread = std::thread([this, &w] { run(*w); });
+  }
+}
+
+pool::~pool() {
+  MAGPIE_CHECK(!is_worker_thread(), "a magpie pool was destroyed by one of its own workers");
+  {
+    std::unique_lock lock(m_inflight_mutex);
+    m_closing.store(true, std::memory_order_release); // new submissions now throw pool_closed
+    m_inflight_cv.wait(lock, [&] { return m_inflight == 0; });
+  }
+  m_stop.store(true, std::memory_order_seq_cst);
+  {
+    std::lock_guard lock(m_sleep_mutex); // a sleeper checks m_stop under this lock
+    for (auto &w : m_workers) {
+      w->notified = true;
+      w->cv.notify_one();
+    }
+  }
+  for (auto &w : m_workers) {
+    w->thread.join();
+  }
+}
+
+std::size_t pool::size() const noexcept { return m_workers.size(); }
+
+std::vector<core::worker_stats> pool::stats() const {
+  std::vector<core::worker_stats> out;
+  out.reserve(m_workers.size());
+  for (auto const &w : m_workers) {
+    out.push_back(w->ctx.stats());
+  }
+  return out;
+}
+
+std::size_t pool::choose_worker() noexcept {
+  std::size_t const n = m_workers.size();
+  std::size_t const start = m_next_root.fetch_add(1, std::memory_order_relaxed) % n; // no edge
+  for (std::size_t k = 0; k < n; ++k) {
+    std::size_t const i = (start + k) % n;
+    if (m_workers[i]->idle.load(std::memory_order_relaxed)) { // a hint only
+      return i;
+    }
+  }
+  return start;
+}
+
+void pool::submit_root(job *j) {
+  {
+    std::lock_guard lock(m_inflight_mutex);
+    if (m_closing.load(std::memory_order_relaxed)) { // written under this mutex
+      throw pool_closed();
+    }
+    ++m_inflight;
+  }
+  submit_to(choose_worker(), j);
+}
+
+void pool::finish_root() noexcept {
+  std::lock_guard lock(m_inflight_mutex);
+  if (--m_inflight == 0) {
+    m_inflight_cv.notify_all(); // under the lock: the destructor cannot free the cv before this
+  }
+}
+
+void pool::submit_to(std::size_t index, job *j) noexcept {
+  m_workers[index]->queue.push(j); // seq_cst: before the sleepers check below
+  wake(index);
+}
+
+void pool::wake(std::size_t index) noexcept {
+  // seq_cst: either a would-be sleeper registered before this load (and we notify it under the
+  // lock), or its registration comes later and its re-check under the lock sees our push.
+  if (m_sleepers.load(std::memory_order_seq_cst) == 0) {
+    return;
+  }
+  std::lock_guard lock(m_sleep_mutex);
+  detail::worker &w = *m_workers[index];
+  if (w.asleep && !w.notified) {
+    w.notified = true;
+    w.cv.notify_one();
+  }
+}
+
+void pool::wake_one() noexcept {
+  if (m_sleepers.load(std::memory_order_seq_cst) == 0) { // seq_cst: as in wake()
+    return;
+  }
+  std::lock_guard lock(m_sleep_mutex);
+  for (auto &w : m_workers) {
+    if (w->asleep && !w->notified) {
+      w->notified = true;
+      w->cv.notify_one();
+      return;
+    }
+  }
+}
+
+void pool::become_active() noexcept {
+  if (m_policy != idle_policy::lazy) {
+    return;
+  }
+  // seq_cst on both counters: a thief deciding whether it may sleep reads them in the same total
+  // order, so it either sees us active or sees that we were not the last thief.
+  m_active.fetch_add(1, std::memory_order_seq_cst);
+  if (m_thieves.fetch_sub(1, std::memory_order_seq_cst) == 1) {
+    wake_one(); // we were the last thief, and now we make stealable work: wake a replacement
+  }
+}
+
+void pool::become_thief() noexcept {
+  if (m_policy != idle_policy::lazy) {
+    return;
+  }
+  m_thieves.fetch_add(1, std::memory_order_seq_cst); // thief first: never a moment with work and
+  m_active.fetch_sub(1, std::memory_order_seq_cst);  // no thief on our account
+}
+
+bool pool::run_jobs(detail::worker &w) {
+  job *j = w.queue.take_all();
+  if (j == nullptr) {
+    return false;
+  }
+  w.idle.store(false, std::memory_order_relaxed);
+  become_active();
+  while (j != nullptr) {
+    job *next = j->m_next; // read first: running a job may end its storage's lifetime
+    w.ctx.bump(core::counter::jobs);
+    j->m_run(j, w.ctx);
+    MAGPIE_ASSERT(w.ctx.stack().empty() && w.ctx.tasks().empty(),
+                  "internal: a worker's strand ended with frames or continuations left behind");
+    j = next;
+  }
+  become_thief();
+  return true;
+}
+
+bool pool::try_steal(detail::worker &w) {
+  std::size_t const n = m_workers.size();
+  if (n < 2) {
+    return false;
+  }
+  std::size_t victim = w.random() % (n - 1); // uniform over the other workers
+  victim += victim >= w.ctx.index() ? 1 : 0;
+  auto stolen = m_workers[victim]->ctx.thief().steal();
+  if (!stolen) {
+    w.ctx.bump(core::counter::steal_fails);
+    return false;
+  }
+  w.idle.store(false, std::memory_order_relaxed);
+  become_active();
+  core::frame_base *f = stolen.value;
+  // The steal's acquire made the frame's state ours; we are now its only runner.
+  ++f->m_steals;
+  f->m_ctx = &w.ctx;
+  w.ctx.bump(core::counter::steals);
+  f->m_handle.resume();
+  MAGPIE_ASSERT(w.ctx.stack().empty() && w.ctx.tasks().empty(),
+                "internal: a worker's strand ended with frames or continuations left behind");
+  become_thief();
+  return true;
+}
+
+bool pool::work_visible(detail::worker const &w) const noexcept {
+  if (!w.queue.empty()) {
+    return true;
+  }
+  for (auto const &other : m_workers) {
+    if (!other->ctx.tasks().empty()) { // seq_cst loads: a hint, but a fresh one
+      return true;
+    }
+  }
+  return false;
+}
+
+void pool::idle(detail::worker &w) {
+  w.idle.store(true, std::memory_order_relaxed);
+  ++w.failures;
+  if (w.failures < spin_rounds) {
+    cpu_relax();
+    return;
+  }
+  if (m_policy == idle_policy::busy || w.failures < yield_rounds) {
+    std::this_thread::yield();
+    return;
+  }
+  w.failures = 0;
+  // Leave the thieves. If we were the last one while some worker runs tasks, stay: that worker's
+  // deque may fill, and nobody else would look.
+  if (m_thieves.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+      m_active.load(std::memory_order_seq_cst) > 0) {
+    m_thieves.fetch_add(1, std::memory_order_seq_cst);
+    std::this_thread::yield();
+    return;
+  }
+  {
+    std::unique_lock lock(m_sleep_mutex);
+    w.asleep = true;
+    w.notified = false;
+    m_sleepers.fetch_add(1, std::memory_order_seq_cst); // seq_cst: pairs with wake()'s load
+    // Re-check after registering. Sleep only if no job is queued for us, no deque holds work, we
+    // are not stopping, and we are not needed as the last thief.
+    bool const needed = m_thieves.load(std::memory_order_seq_cst) == 0 &&
+                        m_active.load(std::memory_order_seq_cst) > 0;
+    if (!needed && !work_visible(w) && !m_stop.load(std::memory_order_seq_cst)) {
+      w.ctx.bump(core::counter::sleeps);
+      w.cv.wait(lock, [&] { return w.notified || m_stop.load(std::memory_order_relaxed); });
+    }
+    w.asleep = false;
+    m_sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  m_thieves.fetch_add(1, std::memory_order_seq_cst);
+}
+
+void pool::run(detail::worker &w) {
+  core::set_this_context(&w.ctx);
+  for (;;) {
+    if (run_jobs(w) || try_steal(w)) {
+      w.failures = 0;
+      continue;
+    }
+    if (m_stop.load(std::memory_order_acquire)) {
+      break;
+    }
+    idle(w);
+  }
+  core::set_this_context(nullptr);
+}
+
+busy_pool::busy_pool(std::size_t workers) : pool(workers, idle_policy::busy) {}
+lazy_pool::lazy_pool(std::size_t workers) : pool(workers, idle_policy::lazy) {}
+
+} // namespace magpie::sched
