@@ -23,6 +23,15 @@
 #  define MAGPIE_FORCEINLINE inline
 #endif
 
+// GCC turns symmetric transfer (one coroutine resuming the next from await_suspend) into a tail
+// call only when it optimises sibling calls (-O2, or -O1 -foptimize-sibling-calls). Without it,
+// every fork, call and return grows the OS stack and long computations overflow it.
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__OPTIMIZE__) && !defined(MAGPIE_NO_O0_WARNING)
+#  pragma message("magpie: GCC without optimisation cannot tail-call symmetric transfer; deep or " \
+                  "long task graphs will overflow the OS stack. Build with -O2 (or -O1 " \
+                  "-foptimize-sibling-calls); define MAGPIE_NO_O0_WARNING to silence this.")
+#endif
+
 namespace magpie::core::detail {
 
 [[noreturn]] inline void assertion_failed(char const *expr, char const *message, char const *file,

@@ -8,6 +8,7 @@
 #include <coroutine>
 #include <cstdint>
 #include <exception>
+#include <new>
 
 #include "magpie/core/config.hpp"
 #include "magpie/core/stack.hpp"
@@ -23,44 +24,84 @@ enum class frame_kind : std::uint8_t {
   called, ///< started by call: its parent is suspended until it returns
 };
 
+/// A heap cell holding an exception in flight between a child and its parent's join.
+class exception_box {
+public:
+  static exception_box *make(std::exception_ptr e) noexcept {
+    auto *box = new (std::nothrow) exception_box{std::move(e)};
+    return box != nullptr ? box : &out_of_memory();
+  }
+  static std::exception_ptr release(exception_box *box) noexcept {
+    if (box == nullptr) {
+      return nullptr;
+    }
+    if (box == &out_of_memory()) {
+      return std::make_exception_ptr(std::bad_alloc());
+    }
+    std::exception_ptr e = std::move(box->m_exception);
+    delete box;
+    return e;
+  }
+  static void destroy(exception_box *box) noexcept { (void)release(box); }
+
+private:
+  explicit exception_box(std::exception_ptr e) noexcept : m_exception(std::move(e)) {}
+  static exception_box &out_of_memory() noexcept {
+    static exception_box box{nullptr};
+    return box;
+  }
+  std::exception_ptr m_exception;
+};
+
 /// The scheduler-visible state of a task. The promise of every task<T> derives from this.
 struct frame_base {
   /// The join counter's initial value: it exceeds any number of steals in one fork–join scope.
   static constexpr std::uint32_t join_init = std::uint32_t{1} << 30;
 
-  frame_base() = default;
   frame_base(frame_base const &) = delete;
   frame_base &operator=(frame_base const &) = delete;
 
-  /// Stores the first exception of a child; later ones are dropped. Any thread.
+  frame_base() = default;
+  // Trivially destroyed: a task's pending exception is passed on before its frame dies
+  // (detail::final_transfer); a root_block frees its own.
+
+  /// Stores the first exception of a child; later ones are dropped. Any thread. The exception
+  /// lives on the heap so that frames, which rarely see one, stay small and trivially destroyed;
+  /// if even that allocation fails, std::bad_alloc is stored instead (a static one, never lost).
   void store_exception(std::exception_ptr e) noexcept {
-    // acq_rel exchange: exactly one child claims the slot. Its write of m_exception reaches the
-    // joiner through the join counter (release by the child, acquire by the joiner).
-    if (!m_exception_set.exchange(true, std::memory_order_acq_rel)) {
-      m_exception = std::move(e);
+    if (m_exception.load(std::memory_order_relaxed) != nullptr) {
+      return; // the slot is taken: this exception is dropped (destroyed here)
+    }
+    exception_box *box = exception_box::make(std::move(e));
+    exception_box *expected = nullptr;
+    // release CAS: publishes the box's contents; exactly one child wins. The joiner also sees it
+    // through the join counter (release by the child, acquire by the joiner).
+    if (!m_exception.compare_exchange_strong(expected, box, std::memory_order_release,
+                                             std::memory_order_relaxed)) {
+      exception_box::destroy(box);
     }
   }
 
   /// True if a child's exception waits to be rethrown. Only the task's runner, after a join.
-  bool has_exception() const noexcept { return m_exception_set.load(std::memory_order_relaxed); }
+  bool has_exception() const noexcept {
+    return m_exception.load(std::memory_order_relaxed) != nullptr; // ordered by the join
+  }
 
   /// Takes the stored exception and clears the slot. Only the task's runner, after a join.
   std::exception_ptr take_exception() noexcept {
-    std::exception_ptr e = std::move(m_exception);
-    m_exception = nullptr;
-    m_exception_set.store(false, std::memory_order_relaxed); // single owner after the join
-    return e;
+    // acquire: pairs with store_exception's release (the join already ordered it; cheap).
+    exception_box *box = m_exception.exchange(nullptr, std::memory_order_acquire);
+    return exception_box::release(box);
   }
 
   std::coroutine_handle<> m_handle;  ///< this task's coroutine
   frame_base *m_parent = nullptr;    ///< the task (or root_block) waiting for this one
   context *m_ctx = nullptr;          ///< the worker running this task (updated on every hop)
   stacklet *m_stack = nullptr;       ///< the chain this task owns while it is suspended
-  std::exception_ptr m_exception;    ///< a child's exception, rethrown at the next join
+  std::atomic<exception_box *> m_exception{nullptr}; ///< a child's exception, for the next join
   std::atomic<std::uint32_t> m_joins{join_init}; ///< split join counter (see protocols.md)
   std::uint32_t m_steals = 0;        ///< continuations stolen in this scope (runner only)
   frame_kind m_kind = frame_kind::called;
-  std::atomic<bool> m_exception_set{false};
   bool m_unjoined = false;           ///< forked since the last join
   bool m_at_final = false;           ///< waiting in final suspend for stolen children
 };
@@ -71,6 +112,9 @@ struct root_block : frame_base {
   /// Called exactly once, on the worker that completes the root task, after its frame is freed.
   /// After it returns the block may be gone.
   void (*m_on_complete)(root_block *) noexcept = nullptr;
+
+  root_block() = default;
+  ~root_block() { (void)take_exception(); } // an exception nobody collected dies here
 };
 
 } // namespace magpie::core

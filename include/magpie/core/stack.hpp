@@ -145,8 +145,9 @@ static_assert(sizeof(stacklet) == 64);
 /// the worker that holds the stack touches it.
 class stack {
 public:
-  /// Usable bytes of a chain's first stacklet (a page with its header).
-  static constexpr std::size_t initial_capacity = 4096 - sizeof(stacklet);
+  /// Usable bytes of a chain's first stacklet (four pages with the header): deep enough that
+  /// recursions of typical depth never cross a stacklet boundary.
+  static constexpr std::size_t initial_capacity = 16384 - sizeof(stacklet);
 
   stack() = default;
   stack(stack const &) = delete;
