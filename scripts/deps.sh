@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages magpie needs for a purpose, if any are missing.
+# Usage: scripts/deps.sh test|bench   (sourced or executed; needs root or sudo for apt-get)
+set -euo pipefail
+
+common=(cmake ninja-build g++-12 clang-16 libclang-rt-16-dev)
+case "${1:-test}" in
+  test)  wanted=("${common[@]}" libgtest-dev spin) ;;
+  bench) wanted=("${common[@]}" libtbb-dev libomp-16-dev libbenchmark-dev python3 python3-matplotlib time) ;;
+  *) echo "usage: $0 test|bench" >&2; exit 2 ;;
+esac
+
+missing=()
+for pkg in "${wanted[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "magpie: installing ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
