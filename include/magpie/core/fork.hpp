@@ -25,13 +25,52 @@ namespace magpie::core {
 namespace detail {
 
 /// Calls `fn(args...)` on this worker's stack and takes the new (suspended) task's promise.
+/// Whether the parameters of the coroutine `Fn` are all trivially destructible: then its frame,
+/// once finished, holds nothing that needs destroying (see frame_base::m_trivial_frame). False when
+/// it cannot be told (overloaded or generic callables): the frame is then destroyed normally.
+template <typename Fn>
+struct trivial_parameters : std::false_type {};
+template <typename R, typename... P>
+struct trivial_parameters<R (*)(P...)>
+    : std::bool_constant<(std::is_trivially_destructible_v<std::remove_cvref_t<P>> && ...)> {};
+template <typename R, typename... P>
+struct trivial_parameters<R (*)(P...) noexcept> : trivial_parameters<R (*)(P...)> {};
+template <typename R, typename C, typename... P>
+struct trivial_parameters<R (C::*)(P...) const> : trivial_parameters<R (*)(P...)> {};
+template <typename R, typename C, typename... P>
+struct trivial_parameters<R (C::*)(P...)> : trivial_parameters<R (*)(P...)> {};
+template <typename R, typename C, typename... P>
+struct trivial_parameters<R (C::*)(P...) const noexcept> : trivial_parameters<R (*)(P...)> {};
+template <typename R, typename C, typename... P>
+struct trivial_parameters<R (C::*)(P...) noexcept> : trivial_parameters<R (*)(P...)> {};
+template <typename Fn>
+consteval bool has_trivial_parameters() {
+  using F = std::remove_cvref_t<Fn>;
+  if constexpr (std::is_function_v<F>) {
+    return trivial_parameters<F *>::value;
+  } else if constexpr (std::is_pointer_v<F> || std::is_member_function_pointer_v<F>) {
+    return trivial_parameters<F>::value;
+  } else if constexpr (requires { &F::operator(); }) { // one non-template call operator
+    return trivial_parameters<decltype(&F::operator())>::value;
+  } else {
+    return false;
+  }
+}
+
+template <typename Fn, typename T>
+inline constexpr bool trivial_frame_v =
+    std::is_trivially_destructible_v<promise<T>> && has_trivial_parameters<Fn>();
+
 /// `args` is a tuple of references, consumed (moved from) once.
 template <typename Fn, typename Tuple>
 auto *create_task(Fn &&fn, Tuple &&args) {
   auto fresh = std::apply(
       [&](auto &&...a) { return std::invoke(std::forward<Fn>(fn), std::forward<decltype(a)>(a)...); },
       std::forward<Tuple>(args));
-  return task_access::take(fresh);
+  auto *p = task_access::take(fresh);
+  using value_type = typename decltype(fresh)::value_type;
+  p->m_trivial_frame = trivial_frame_v<Fn, value_type>;
+  return p;
 }
 
 /// Creates the child of `parent` and links it to its parent.

@@ -104,6 +104,10 @@ struct frame_base {
   frame_kind m_kind = frame_kind::called;
   bool m_unjoined = false;           ///< forked since the last join
   bool m_at_final = false;           ///< waiting in final suspend for stolen children
+  /// Nothing in the frame needs destroying once the body has finished (promise and parameter
+  /// copies are trivially destructible), so the frame's bytes can be released without the
+  /// coroutine's destroy path.
+  bool m_trivial_frame = false;
 };
 
 /// The anchor of a root task: where its exception lands and who is told when it completes.

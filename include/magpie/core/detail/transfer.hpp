@@ -73,7 +73,14 @@ inline std::coroutine_handle<> final_transfer(frame_base *f) noexcept {
   if (f->has_exception()) [[unlikely]] {
     parent->store_exception(f->take_exception()); // a child's exception nobody joined: pass it up
   }
-  f->m_handle.destroy(); // frees the frame: FILO on this worker's stack
+  if (f->m_trivial_frame) [[likely]] {
+    // At the final suspend point only the promise and the parameter copies are alive, and both
+    // are trivially destructible: ending their lifetime needs no code, so release the bytes
+    // directly (the coroutine frame starts at the address the promise's operator new returned).
+    ctx->stack().deallocate(f->m_handle.address());
+  } else {
+    f->m_handle.destroy(); // runs the parameters' destructors, then frees the frame (FILO)
+  }
 
   switch (kind) {
   case frame_kind::called:
