@@ -5,9 +5,10 @@
 // operations live on `deque<T>`; thieves see only `deque<T>::thief`, which can do nothing but
 // steal. The protocol and its proof sketch are in docs/protocols.md ("The deque").
 //
-// Memory orders follow Lê, Pop, Cohen and Zappa Nardelli (PPoPP 2013), with the two standalone
-// seq_cst fences replaced by seq_cst operations on `bottom` and `top`, which ThreadSanitizer can
-// model. On x86 the owner's seq_cst store costs one locked instruction per pop, as the fence did.
+// Memory orders follow Lê, Pop, Cohen and Zappa Nardelli (PPoPP 2013). Their two seq_cst fences
+// become an asymmetric pair on Linux (detail/fence.hpp: a compiler barrier in the owner's pop, a
+// membarrier in the rare steal that finds work), or seq_cst operations on `bottom` and `top`
+// under ThreadSanitizer, which models those but not fences.
 
 #include <atomic>
 #include <cstddef>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "magpie/core/config.hpp"
+#include "magpie/core/detail/fence.hpp"
 
 namespace magpie::core {
 
@@ -124,10 +126,18 @@ public:
   MAGPIE_FORCEINLINE pop_result pop() noexcept {
     std::int64_t const b = m_bottom.load(std::memory_order_relaxed) - 1;
     ring *r = m_ring.load(std::memory_order_relaxed);
+#if MAGPIE_ASYMMETRIC_FENCES
+    // Store bottom, then load top, with a barrier between that pairs with the heavy fence in
+    // steal(): a thief that read the old bottom has already moved top where we see it.
+    m_bottom.store(b, std::memory_order_relaxed);
+    detail::light_fence();
+    std::int64_t const t = m_top.load(std::memory_order_relaxed);
+#else
     // seq_cst: the store of the reserved bottom and the load of top below are both in the single
     // total order, so a thief that read the old bottom has already moved top where we see it.
     m_bottom.store(b, std::memory_order_seq_cst);
     std::int64_t const t = m_top.load(std::memory_order_seq_cst);
+#endif
     if (t < b) [[likely]] { // more than one item: no thief can reach index b
       return {true, r->get(b)};
     }
@@ -147,9 +157,21 @@ public:
 
   /// Any thread. Steals from the top.
   steal_result<T> steal() noexcept {
+#if MAGPIE_ASYMMETRIC_FENCES
+    std::int64_t t = m_top.load(std::memory_order_acquire);
+    // A cheap look first: the heavy fence interrupts every running thread, so pay for it only
+    // when there seems to be something to take. An "empty" here is a hint, like any steal's.
+    if (t >= m_bottom.load(std::memory_order_relaxed)) {
+      return {steal_status::empty, T{}};
+    }
+    detail::heavy_fence(); // pairs with the owner's light fence in pop()
+    // acquire: pairs with push's release store of bottom (the slot and the frame behind it).
+    std::int64_t const b = m_bottom.load(std::memory_order_acquire);
+#else
     // seq_cst loads, top before bottom: pairs with the owner's seq_cst store of bottom in pop().
     std::int64_t t = m_top.load(std::memory_order_seq_cst);
     std::int64_t const b = m_bottom.load(std::memory_order_seq_cst); // also acquire: see push()
+#endif
     if (t >= b) {
       return {steal_status::empty, T{}};
     }
