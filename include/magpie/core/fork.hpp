@@ -74,14 +74,13 @@ auto *create_task(Fn &&fn, Tuple &&args) {
 }
 
 /// Creates the child of `parent` and links it to its parent.
-template <typename R, typename Fn, typename... Args>
-auto *make_child(frame_base &parent, R *ret, Fn &&fn, std::tuple<Args &&...> &args,
-                 frame_kind kind) {
-  auto *child = create_task(std::forward<Fn>(fn), std::move(args));
+template <typename R, typename Fn, typename Tuple>
+auto *make_child(frame_base &parent, R *ret, Fn &&fn, Tuple &&args, frame_kind kind) {
+  auto *child = create_task(std::forward<Fn>(fn), std::forward<Tuple>(args));
   child->m_parent = &parent;
   child->m_ctx = parent.m_ctx;
   child->m_kind = kind;
-  if constexpr (!std::is_void_v<async_result_t<Fn, Args...>>) {
+  if constexpr (requires { child->m_return = ret; }) {
     child->m_return = ret;
   }
   return child;
@@ -127,11 +126,11 @@ struct [[nodiscard("co_await it")]] spawn_request {
   auto magpie_bind(frame_base &parent) && {
     if constexpr (Fork) {
       parent.m_ctx->tasks().reserve_one(); // may throw: nothing has happened yet
-      frame_base *child = make_child(parent, m_ret, std::forward<Fn>(m_fn), m_args, frame_kind::forked);
+      frame_base *child = make_child(parent, m_ret, std::forward<Fn>(m_fn), std::move(m_args), frame_kind::forked);
       parent.m_unjoined = true;
       return forked_child{&parent, child};
     } else {
-      return called_child{make_child(parent, m_ret, std::forward<Fn>(m_fn), m_args, frame_kind::called)};
+      return called_child{make_child(parent, m_ret, std::forward<Fn>(m_fn), std::move(m_args), frame_kind::called)};
     }
   }
 
