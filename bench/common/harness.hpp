@@ -1,0 +1,205 @@
+#pragma once
+// bench/common/harness.hpp — what every benchmark binary shares: options, timing, checking and
+// the one machine-readable result line.
+//
+// A binary runs ONE configuration (problem × size × runtime × workers) per process, so that the
+// process's peak RSS belongs to that configuration alone. It runs `--warmup` untimed repetitions,
+// then `--reps` timed ones, checks every answer and prints
+//
+//   @@RESULT {"problem": ..., "runtime": ..., "size": ..., "workers": ..., "times": [...],
+//             "answer": ..., "check": "OK" | "FAIL" | "UNREF", ...}
+//
+// "UNREF" means the size has no reference answer (BENCHMARKS.md says "print it"): every rep
+// agreed, and the runner compares the answer across runtimes. Exit status 1 on any FAIL.
+
+#include <pthread.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace bench {
+
+/// Command-line options understood by every benchmark binary.
+struct options {
+  std::string size = "default"; ///< a size name known to the problem's problem.hpp
+  unsigned workers = 1;         ///< worker threads (the serial projection ignores it)
+  int reps = 5;                 ///< timed repetitions
+  int warmup = 1;               ///< untimed repetitions before them
+  std::string pool = "lazy";    ///< magpie only: lazy | busy
+  bool star = false;            ///< UTS only: magpie* (child results in stack_alloc arrays)
+};
+
+[[noreturn]] inline void usage(char const *argv0, char const *why) {
+  std::fprintf(stderr,
+               "%s: %s\nusage: %s [--size NAME] [--workers P] [--reps R] [--warmup W] "
+               "[--pool lazy|busy] [--star]\n",
+               argv0, why, argv0);
+  std::exit(2);
+}
+
+inline options parse_options(int argc, char **argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view const a = argv[i];
+    auto value = [&]() -> char const * {
+      if (i + 1 >= argc) {
+        usage(argv[0], "missing value after an option");
+      }
+      return argv[++i];
+    };
+    if (a == "--size") {
+      o.size = value();
+    } else if (a == "--workers") {
+      o.workers = static_cast<unsigned>(std::atoi(value()));
+    } else if (a == "--reps") {
+      o.reps = std::atoi(value());
+    } else if (a == "--warmup") {
+      o.warmup = std::atoi(value());
+    } else if (a == "--pool") {
+      o.pool = value();
+    } else if (a == "--star") {
+      o.star = true;
+    } else {
+      usage(argv[0], "unknown option");
+    }
+  }
+  if (o.workers < 1 || o.reps < 1 || o.warmup < 0 || (o.pool != "lazy" && o.pool != "busy")) {
+    usage(argv[0], "bad option value");
+  }
+  return o;
+}
+
+/// The outcome of checking one answer.
+struct verdict {
+  enum kind_t { ok, fail, unref } kind;
+  std::string answer; ///< printable, and compared verbatim across runtimes by the runner
+  std::string note;   ///< what was expected, on failure
+};
+
+inline verdict check_equal(long long got, long long want) {
+  return {got == want ? verdict::ok : verdict::fail, std::to_string(got),
+          got == want ? "" : "expected " + std::to_string(want)};
+}
+
+/// Extra key/value pairs (already JSON-encoded values) a binary adds to its result line.
+using extras = std::vector<std::pair<std::string, std::string>>;
+
+inline std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+/// Runs `fn` on a thread with a large stack (the peers and the serial projections recurse on
+/// the OS stack; UTS T3XXL is ~10^5 deep). Pages are touched only as used, so RSS is honest.
+inline void run_on_big_stack(std::function<void()> fn, std::size_t bytes = std::size_t{1} << 30) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, bytes);
+  pthread_t th;
+  auto tramp = [](void *p) -> void * {
+    (*static_cast<std::function<void()> *>(p))();
+    return nullptr;
+  };
+  if (pthread_create(&th, &attr, tramp, &fn) != 0) {
+    std::fprintf(stderr, "bench: cannot create the measuring thread\n");
+    std::exit(3);
+  }
+  pthread_join(th, nullptr);
+  pthread_attr_destroy(&attr);
+}
+
+inline long peak_rss_kib() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+/// Times `reps` calls of `run` (after `warmup` untimed ones), checks each answer with `check`,
+/// and prints the result line. Returns the process exit status.
+template <typename Run, typename Check>
+int measure(options const &o, std::string_view problem, std::string_view runtime, Run &&run,
+            Check &&check, extras const &more = {}) {
+  std::vector<double> times;
+  std::vector<verdict> verdicts;
+  run_on_big_stack([&] {
+    for (int r = 0; r < o.warmup + o.reps; ++r) {
+      auto const t0 = std::chrono::steady_clock::now();
+      auto answer = run();
+      auto const t1 = std::chrono::steady_clock::now();
+      verdicts.push_back(check(answer));
+      if (r >= o.warmup) {
+        times.push_back(std::chrono::duration<double>(t1 - t0).count());
+      }
+    }
+  });
+
+  bool failed = false;
+  bool unref = false;
+  std::string note;
+  for (auto const &v : verdicts) {
+    if (v.kind == verdict::fail || v.answer != verdicts.front().answer) {
+      failed = true;
+      note = v.kind == verdict::fail ? v.note : "repetitions disagree: " + v.answer + " vs " + verdicts.front().answer;
+    }
+    unref = unref || v.kind == verdict::unref;
+  }
+  char const *status = failed ? "FAIL" : unref ? "UNREF" : "OK";
+
+  std::string line = "@@RESULT {";
+  line += "\"problem\": " + json_string(problem);
+  line += ", \"runtime\": " + json_string(runtime);
+  line += ", \"size\": " + json_string(o.size);
+  line += ", \"workers\": " + std::to_string(o.workers);
+  line += ", \"reps\": " + std::to_string(o.reps);
+  line += ", \"times\": [";
+  for (std::size_t i = 0; i < times.size(); ++i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%s%.9g", i == 0 ? "" : ", ", times[i]);
+    line += buf;
+  }
+  line += "]";
+  line += ", \"answer\": " + json_string(verdicts.front().answer);
+  line += ", \"check\": " + json_string(status);
+  if (!note.empty()) {
+    line += ", \"note\": " + json_string(note);
+  }
+  line += ", \"self_maxrss_kib\": " + std::to_string(peak_rss_kib());
+  for (auto const &[k, v] : more) {
+    line += ", " + json_string(k) + ": " + v;
+  }
+  line += "}";
+  std::printf("%s\n", line.c_str());
+
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  std::fprintf(stderr, "%.*s %.*s size=%s P=%u: median %.6f s, answer %s — %s%s%s\n",
+               static_cast<int>(problem.size()), problem.data(), static_cast<int>(runtime.size()),
+               runtime.data(), o.size.c_str(), o.workers, sorted[sorted.size() / 2],
+               verdicts.front().answer.c_str(), status, note.empty() ? "" : ": ", note.c_str());
+  return failed ? 1 : 0;
+}
+
+/// Exits with a message when a size name is unknown.
+[[noreturn]] inline void unknown_size(std::string_view problem, std::string const &size) {
+  std::fprintf(stderr, "%.*s: unknown size '%s'\n", static_cast<int>(problem.size()), problem.data(),
+               size.c_str());
+  std::exit(2);
+}
+
+} // namespace bench
