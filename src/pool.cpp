@@ -99,7 +99,7 @@ pool::~pool() {
     m_closing.store(true, std::memory_order_release); // new submissions now throw pool_closed
     m_inflight_cv.wait(lock, [&] { return m_inflight == 0; });
   }
-  m_stop.store(true, std::memory_order_seq_cst);
+  m_stop.store(true, std::memory_order_seq_cst); // read by workers; sleepers re-check under the lock
   {
     std::lock_guard lock(m_sleep_mutex); // a sleeper checks m_stop under this lock
     for (auto &w : m_workers) {
@@ -193,7 +193,7 @@ void pool::become_active() noexcept {
   // seq_cst on both counters: a thief deciding whether it may sleep reads them in the same total
   // order, so it either sees us active or sees that we were not the last thief.
   m_active.fetch_add(1, std::memory_order_seq_cst);
-  if (m_thieves.fetch_sub(1, std::memory_order_seq_cst) == 1) {
+  if (m_thieves.fetch_sub(1, std::memory_order_seq_cst) == 1) { // seq_cst: see above
     wake_one(); // we were the last thief, and now we make stealable work: wake a replacement
   }
 }
@@ -211,7 +211,7 @@ bool pool::run_jobs(detail::worker &w) {
   if (j == nullptr) {
     return false;
   }
-  w.idle.store(false, std::memory_order_relaxed);
+  w.idle.store(false, std::memory_order_relaxed); // a hint for choose_worker(): no edge
   become_active();
   while (j != nullptr) {
     job *next = j->m_next; // read first: running a job may end its storage's lifetime
@@ -237,7 +237,7 @@ bool pool::try_steal(detail::worker &w) {
     w.ctx.bump(core::counter::steal_fails);
     return false;
   }
-  w.idle.store(false, std::memory_order_relaxed);
+  w.idle.store(false, std::memory_order_relaxed); // a hint for choose_worker(): no edge
   become_active();
   core::frame_base *f = stolen.value;
   // The steal's acquire made the frame's state ours; we are now its only runner.
@@ -264,7 +264,7 @@ bool pool::work_visible(detail::worker const &w) const noexcept {
 }
 
 void pool::idle(detail::worker &w) {
-  w.idle.store(true, std::memory_order_relaxed);
+  w.idle.store(true, std::memory_order_relaxed); // a hint for choose_worker(): no edge
   ++w.failures;
   if (w.failures < spin_rounds) {
     cpu_relax();
@@ -278,8 +278,8 @@ void pool::idle(detail::worker &w) {
   // Leave the thieves. If we were the last one while some worker runs tasks, stay: that worker's
   // deque may fill, and nobody else would look.
   if (m_thieves.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-      m_active.load(std::memory_order_seq_cst) > 0) {
-    m_thieves.fetch_add(1, std::memory_order_seq_cst);
+      m_active.load(std::memory_order_seq_cst) > 0) { // seq_cst: the counters' total order
+    m_thieves.fetch_add(1, std::memory_order_seq_cst);  // back to being a thief
     std::this_thread::yield();
     return;
   }
@@ -291,15 +291,16 @@ void pool::idle(detail::worker &w) {
     // Re-check after registering. Sleep only if no job is queued for us, no deque holds work, we
     // are not stopping, and we are not needed as the last thief.
     bool const needed = m_thieves.load(std::memory_order_seq_cst) == 0 &&
-                        m_active.load(std::memory_order_seq_cst) > 0;
-    if (!needed && !work_visible(w) && !m_stop.load(std::memory_order_seq_cst)) {
+                        m_active.load(std::memory_order_seq_cst) > 0; // seq_cst: see protocols §6
+    if (!needed && !work_visible(w) && !m_stop.load(std::memory_order_seq_cst)) { // under the lock
       w.ctx.bump(core::counter::sleeps);
+      // relaxed m_stop: the destructor sets it before taking this lock to notify us
       w.cv.wait(lock, [&] { return w.notified || m_stop.load(std::memory_order_relaxed); });
     }
     w.asleep = false;
-    m_sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    m_sleepers.fetch_sub(1, std::memory_order_seq_cst); // awake again: wakers may skip us
   }
-  m_thieves.fetch_add(1, std::memory_order_seq_cst);
+  m_thieves.fetch_add(1, std::memory_order_seq_cst); // a thief again (protocols §6)
 }
 
 void pool::run(detail::worker &w) {
@@ -309,7 +310,7 @@ void pool::run(detail::worker &w) {
       w.failures = 0;
       continue;
     }
-    if (m_stop.load(std::memory_order_acquire)) {
+    if (m_stop.load(std::memory_order_acquire)) { // acquire: pairs with the destructor's store
       break;
     }
     idle(w);

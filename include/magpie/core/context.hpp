@@ -80,12 +80,14 @@ public:
   /// owner writes, and readers want a snapshot, not an edge.
   void bump(counter c) noexcept {
     auto &a = m_counters[static_cast<std::size_t>(c)];
-    a.store(a.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    a.store(a.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); // no edge: a counter
   }
 
   /// Any thread: a snapshot of the counters.
   worker_stats stats() const noexcept {
-    auto get = [&](counter c) { return m_counters[static_cast<std::size_t>(c)].load(std::memory_order_relaxed); };
+    auto get = [&](counter c) { // relaxed: a snapshot, no edge
+      return m_counters[static_cast<std::size_t>(c)].load(std::memory_order_relaxed);
+    };
     return {get(counter::steals), get(counter::steal_fails), get(counter::jobs), get(counter::handoffs),
             get(counter::sleeps)};
   }

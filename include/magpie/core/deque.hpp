@@ -70,7 +70,7 @@ public:
     MAGPIE_CHECK(capacity > 0 && (capacity & (capacity - 1)) == 0,
                  "deque capacity must be a positive power of two");
     m_rings.push_back(std::make_unique<ring>(capacity));
-    m_ring.store(m_rings.back().get(), std::memory_order_relaxed);
+    m_ring.store(m_rings.back().get(), std::memory_order_relaxed); // before sharing: no edge
   }
 
   deque(deque const &) = delete;
@@ -107,7 +107,7 @@ public:
     if (b - m_top_cache >= m_ring.load(std::memory_order_relaxed)->capacity()) [[unlikely]] {
       // acquire: as in push()
       m_top_cache = m_top.load(std::memory_order_acquire);
-      ring *r = m_ring.load(std::memory_order_relaxed);
+      ring *r = m_ring.load(std::memory_order_relaxed); // only the owner writes it
       if (b - m_top_cache >= r->capacity()) {
         grow(r, m_top_cache, b);
       }
@@ -116,22 +116,22 @@ public:
 
   /// Owner only. A push after reserve_one(), with no owner operation in between: cannot fail.
   MAGPIE_FORCEINLINE void push_reserved(T x) noexcept {
-    std::int64_t const b = m_bottom.load(std::memory_order_relaxed);
-    m_ring.load(std::memory_order_relaxed)->put(b, x);
+    std::int64_t const b = m_bottom.load(std::memory_order_relaxed); // only the owner writes it
+    m_ring.load(std::memory_order_relaxed)->put(b, x);                // only the owner writes it
     // release: publishes the slot and the pushed frame's state to a thief that reads `bottom`.
     m_bottom.store(b + 1, std::memory_order_release);
   }
 
   /// Owner only. Pops from the bottom.
   MAGPIE_FORCEINLINE pop_result pop() noexcept {
-    std::int64_t const b = m_bottom.load(std::memory_order_relaxed) - 1;
-    ring *r = m_ring.load(std::memory_order_relaxed);
+    std::int64_t const b = m_bottom.load(std::memory_order_relaxed) - 1; // only the owner writes it
+    ring *r = m_ring.load(std::memory_order_relaxed);                     // only the owner writes it
 #if MAGPIE_ASYMMETRIC_FENCES
     // Store bottom, then load top, with a barrier between that pairs with the heavy fence in
     // steal(): a thief that read the old bottom has already moved top where we see it.
     m_bottom.store(b, std::memory_order_relaxed);
     detail::light_fence();
-    std::int64_t const t = m_top.load(std::memory_order_relaxed);
+    std::int64_t const t = m_top.load(std::memory_order_relaxed); // ordered by the fence pair
 #else
     // seq_cst: the store of the reserved bottom and the load of top below are both in the single
     // total order, so a thief that read the old bottom has already moved top where we see it.
@@ -158,6 +158,7 @@ public:
   /// Any thread. Steals from the top.
   steal_result<T> steal() noexcept {
 #if MAGPIE_ASYMMETRIC_FENCES
+    // acquire: pairs with the CAS of the thief that last moved top (its slot read is done).
     std::int64_t t = m_top.load(std::memory_order_acquire);
     // A cheap look first: the heavy fence interrupts every running thread, so pay for it only
     // when there seems to be something to take. An "empty" here is a hint, like any steal's.

@@ -69,7 +69,7 @@ struct frame_base {
   /// lives on the heap so that frames, which rarely see one, stay small and trivially destroyed;
   /// if even that allocation fails, std::bad_alloc is stored instead (a static one, never lost).
   void store_exception(std::exception_ptr e) noexcept {
-    if (m_exception.load(std::memory_order_relaxed) != nullptr) {
+    if (m_exception.load(std::memory_order_relaxed) != nullptr) { // a hint; the CAS decides
       return; // the slot is taken: this exception is dropped (destroyed here)
     }
     exception_box *box = exception_box::make(std::move(e));

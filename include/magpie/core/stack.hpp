@@ -62,14 +62,14 @@ inline stack_globals &globals() noexcept {
 
 /// Replaces the stacklet allocator; returns the previous one. Call only while no pool runs.
 inline stacklet_allocator set_stacklet_allocator(stacklet_allocator hooks) noexcept {
-  auto &g = detail::globals();
+  auto &g = detail::globals(); // relaxed: hooks change only while no pool runs (no edge)
   return {g.allocate.exchange(hooks.allocate, std::memory_order_relaxed),
           g.deallocate.exchange(hooks.deallocate, std::memory_order_relaxed)};
 }
 
 /// A snapshot of the stack counters.
 inline stack_stats get_stack_stats() noexcept {
-  auto &g = detail::globals();
+  auto &g = detail::globals(); // relaxed: statistics, no edge
   return {g.allocated.load(std::memory_order_relaxed), g.live.load(std::memory_order_relaxed),
           g.bytes_live.load(std::memory_order_relaxed),
           g.bytes_peak.load(std::memory_order_relaxed)};
@@ -78,7 +78,8 @@ inline stack_stats get_stack_stats() noexcept {
 /// Resets the peak to the current live bytes (for measurements).
 inline void reset_stack_peak() noexcept {
   auto &g = detail::globals();
-  g.bytes_peak.store(g.bytes_live.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  g.bytes_peak.store(g.bytes_live.load(std::memory_order_relaxed), // statistics: no edge
+                     std::memory_order_relaxed);
 }
 
 /// The header of one segment of a stack. The usable bytes follow the header.
@@ -95,12 +96,12 @@ public:
   static stacklet *create(std::size_t capacity, stacklet *prev) {
     auto &g = detail::globals();
     std::size_t const bytes = sizeof(stacklet) + capacity;
-    void *mem = g.allocate.load(std::memory_order_relaxed)(bytes);
+    void *mem = g.allocate.load(std::memory_order_relaxed)(bytes); // hooks: see set_stacklet_allocator
     auto *s = ::new (mem) stacklet(capacity, prev);
     g.allocated.fetch_add(1, std::memory_order_relaxed); // statistics only: no ordering
     g.live.fetch_add(1, std::memory_order_relaxed);
-    std::size_t const now = g.bytes_live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-    std::size_t peak = g.bytes_peak.load(std::memory_order_relaxed);
+    std::size_t const now = g.bytes_live.fetch_add(bytes, std::memory_order_relaxed) + bytes; // stats
+    std::size_t peak = g.bytes_peak.load(std::memory_order_relaxed); // statistics: no edge
     while (now > peak && !g.bytes_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
     }
     return s;
@@ -113,7 +114,7 @@ public:
     g.live.fetch_sub(1, std::memory_order_relaxed); // statistics only
     g.bytes_live.fetch_sub(bytes, std::memory_order_relaxed);
     s->~stacklet();
-    g.deallocate.load(std::memory_order_relaxed)(s, bytes);
+    g.deallocate.load(std::memory_order_relaxed)(s, bytes); // hooks: see set_stacklet_allocator
   }
 
   /// Frees a chain that holds no live allocation: the top and its cached successor.

@@ -20,7 +20,7 @@ class job_queue {
 public:
   /// Any thread.
   void push(job *j) noexcept {
-    j->m_next = m_head.load(std::memory_order_relaxed);
+    j->m_next = m_head.load(std::memory_order_relaxed); // a guess; the CAS below checks it
     // seq_cst (release part): publishes the job's contents to the consumer's exchange; seq_cst
     // also orders this push before the submitter's check for sleepers (see protocols.md,
     // "Sleep and wake-up").
@@ -31,7 +31,7 @@ public:
 
   /// Consumer only. Takes every queued job, oldest first, or null.
   job *take_all() noexcept {
-    if (m_head.load(std::memory_order_relaxed) == nullptr) {
+    if (m_head.load(std::memory_order_relaxed) == nullptr) { // cheap look; the exchange syncs
       return nullptr;
     }
     // acquire: pairs with push's release, so the jobs' contents are visible.

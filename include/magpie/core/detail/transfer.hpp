@@ -55,7 +55,7 @@ MAGPIE_NOINLINE inline std::coroutine_handle<> final_join(frame_base *f) noexcep
   f->m_ctx->adopt_stack(f->m_stack);
   f->m_stack = nullptr;
   f->m_steals = 0;
-  f->m_joins.store(frame_base::join_init, std::memory_order_relaxed);
+  f->m_joins.store(frame_base::join_init, std::memory_order_relaxed); // sole owner now
   return final_transfer(f);
 }
 
