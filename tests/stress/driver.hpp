@@ -1,0 +1,219 @@
+#pragma once
+// tests/stress/driver.hpp — runs batches of random programs on one scheduler and audits them.
+//
+// Used by the gtest (stress_test.cpp) and by the standalone soak executable (soak.cpp). A batch:
+//   1. installs a stacklet_ledger (before the scheduler exists, so it sees every stacklet);
+//   2. creates the scheduler; optionally arms random allocation failures;
+//   3. for each seed: evaluates the serial projection (skipping programs that are too large), runs
+//      the program, compares (program.hpp: check), and checks that no tracked value and no
+//      exception object outlived the run, and that no lifetime error (double destruction, use
+//      after destruction) happened;
+//   4. destroys the scheduler and checks that every stacklet came back exactly once.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/lifetime.hpp"
+#include "magpie/magpie.hpp"
+#include "stress/program.hpp"
+
+namespace magpie::stress {
+
+enum class sched_kind { inline_, busy, lazy };
+
+inline char const *name_of(sched_kind k) noexcept {
+  switch (k) {
+  case sched_kind::inline_:
+    return "inline";
+  case sched_kind::busy:
+    return "busy";
+  case sched_kind::lazy:
+    return "lazy";
+  }
+  return "?";
+}
+
+struct batch_config {
+  sched_kind kind = sched_kind::inline_;
+  std::size_t workers = 1;
+  std::uint64_t first_seed = 1;
+  std::size_t max_programs = 100;
+  std::size_t min_programs = 10; ///< run at least this many even past the deadline
+  double seconds = 1.0;          ///< stop starting programs after this long
+  unsigned fault_per_million = 0; ///< stacklet allocation failure rate (0: none)
+  std::uint64_t max_nodes = 4000; ///< skip programs that execute more nodes than this
+};
+
+struct batch_result {
+  std::size_t programs = 0; ///< programs run and checked
+  std::size_t skipped = 0;  ///< seeds skipped as too large
+  std::size_t threw = 0;    ///< programs whose outcome was an exception
+  std::size_t injected = 0; ///< allocation failures injected
+  std::size_t faulted = 0;  ///< programs that ended in an injected std::bad_alloc
+  std::uint64_t tasks = 0;  ///< tasks (nodes) executed
+  std::uint64_t leaves = 0;
+  std::uint64_t resumes = 0;
+  std::uint64_t steals = 0; ///< from pool.stats()
+  double seconds = 0;
+  std::vector<std::string> failures; ///< one line each, with the seed to reproduce it
+};
+
+/// Aborts the process with a message if not destroyed within `limit`: a hang (a lost wake-up, a
+/// join that never completes) must fail loudly, not stall until ctest's timeout.
+class watchdog {
+public:
+  watchdog(std::string what, std::chrono::seconds limit)
+      : m_what(std::move(what)), m_thread([this, limit] {
+          std::unique_lock lock(m_mutex);
+          if (!m_cv.wait_for(lock, limit, [&] { return m_done; })) {
+            std::fprintf(stderr, "\nmagpie stress watchdog: %s did not finish in %lld s: aborting\n",
+                         m_what.c_str(), static_cast<long long>(limit.count()));
+            std::fflush(stderr);
+            std::abort();
+          }
+        }) {}
+  watchdog(watchdog const &) = delete;
+  watchdog &operator=(watchdog const &) = delete;
+  ~watchdog() {
+    {
+      std::lock_guard lock(m_mutex);
+      m_done = true;
+    }
+    m_cv.notify_one();
+    m_thread.join();
+  }
+
+private:
+  std::string m_what;
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  bool m_done = false;
+  std::thread m_thread; // last: starts once the members above exist
+};
+
+namespace detail {
+
+/// One scheduler of a given kind.
+struct any_scheduler {
+  any_scheduler(sched_kind kind, std::size_t workers) {
+    switch (kind) {
+    case sched_kind::inline_:
+      inline_sched = std::make_unique<magpie::inline_scheduler>();
+      break;
+    case sched_kind::busy:
+      pool = std::make_unique<magpie::busy_pool>(workers);
+      break;
+    case sched_kind::lazy:
+      pool = std::make_unique<magpie::lazy_pool>(workers);
+      break;
+    }
+  }
+  outcome run(program const &p) {
+    return inline_sched ? stress::run(*inline_sched, nullptr, p) : stress::run(*pool, pool.get(), p);
+  }
+  std::uint64_t steals() const {
+    std::uint64_t n = 0;
+    if (pool) {
+      for (auto const &s : pool->stats()) {
+        n += s.steals;
+      }
+    }
+    return n;
+  }
+
+  std::unique_ptr<magpie::inline_scheduler> inline_sched;
+  std::unique_ptr<magpie::pool> pool;
+};
+
+inline std::string where(batch_config const &c, std::uint64_t seed) {
+  return std::string(name_of(c.kind)) + "/" + std::to_string(c.workers) + " seed " + std::to_string(seed) +
+         (c.fault_per_million != 0 ? " (faults " + std::to_string(c.fault_per_million) + " ppm)" : "") + ": ";
+}
+
+} // namespace detail
+
+inline batch_result run_batch(batch_config const &c) {
+  using clock = std::chrono::steady_clock;
+  batch_result r;
+  auto const start = clock::now();
+  auto const deadline = start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(c.seconds));
+  auto const stacklets_before = core::get_stack_stats().stacklets_live;
+  long const errors_before = lifetime::errors();
+  {
+    lifetime::stacklet_ledger ledger;
+    {
+      detail::any_scheduler sched(c.kind, c.workers);
+      if (c.fault_per_million != 0) {
+        ledger.fail_randomly(c.fault_per_million, 0, c.first_seed);
+      }
+      bool const with_resume = sched.pool != nullptr;
+      for (std::uint64_t seed = c.first_seed; r.programs < c.max_programs; ++seed) {
+        if (r.programs >= c.min_programs && clock::now() >= deadline) {
+          break;
+        }
+        program p = make_program(seed, with_resume);
+        p.spanning_arrays = c.fault_per_million == 0;
+        expectation e;
+        if (!evaluate(p, e, c.max_nodes)) {
+          ++r.skipped;
+          continue;
+        }
+        long const live_before = lifetime::live();
+        std::size_t const injected_before = ledger.injected();
+        outcome o = sched.run(p);
+        bool const faults = ledger.injected() != injected_before;
+        ++r.programs;
+        r.tasks += o.nodes;
+        r.leaves += o.leaves;
+        r.resumes += o.resumes;
+        r.threw += o.threw ? 1 : 0;
+        r.faulted += o.threw_bad_alloc ? 1 : 0;
+        if (std::string msg = check(e, o, faults); !msg.empty()) {
+          r.failures.push_back(detail::where(c, seed) + msg);
+        }
+        if (lifetime::live() != live_before) {
+          r.failures.push_back(detail::where(c, seed) + std::to_string(lifetime::live() - live_before) +
+                               " tracked values (arguments, return slots, frames) outlived the run");
+        }
+        if (tracked_error::live() != 0) {
+          r.failures.push_back(detail::where(c, seed) + std::to_string(tracked_error::live()) +
+                               " exception objects leaked");
+        }
+        if (lifetime::errors() != errors_before) {
+          r.failures.push_back(detail::where(c, seed) + "lifetime error: " +
+                               (lifetime::first_error() ? lifetime::first_error() : "?"));
+        }
+        if (r.failures.size() >= 5) {
+          break;
+        }
+      }
+      ledger.disarm();
+      r.injected = ledger.injected();
+      r.steals = sched.steals();
+    } // the scheduler is destroyed: every stacklet must be back
+    if (ledger.live() != 0) {
+      r.failures.push_back(detail::where(c, c.first_seed) + std::to_string(ledger.live()) +
+                           " stacklets leaked after the scheduler was destroyed");
+    }
+    if (ledger.errors() != 0) {
+      r.failures.push_back(detail::where(c, c.first_seed) + std::to_string(ledger.errors()) +
+                           " stacklets freed twice or with a wrong size");
+    }
+  }
+  if (core::get_stack_stats().stacklets_live != stacklets_before) {
+    r.failures.push_back(detail::where(c, c.first_seed) + "core::get_stack_stats().stacklets_live did not return to its baseline");
+  }
+  r.seconds = std::chrono::duration<double>(clock::now() - start).count();
+  return r;
+}
+
+} // namespace magpie::stress
