@@ -66,7 +66,7 @@ public:
     deque *m_deque;
   };
 
-  explicit deque(std::int64_t capacity = 1024) {
+  explicit deque(std::int64_t capacity = 256) {
     MAGPIE_CHECK(capacity > 0 && (capacity & (capacity - 1)) == 0,
                  "deque capacity must be a positive power of two");
     m_rings.push_back(std::make_unique<ring>(capacity));

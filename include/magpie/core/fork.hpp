@@ -185,6 +185,9 @@ struct join_awaitable {
     if (f->m_steals != 0) {
       f->m_steals = 0;
       f->m_joins.store(frame_base::join_init, std::memory_order_relaxed); // sole owner now
+      if (f->m_deferred != nullptr) [[unlikely]] {
+        f->release_deferred(f->m_ctx->stack()); // our chain is back: see stack_alloc.hpp
+      }
     }
     f->m_unjoined = false;
     if (f->has_exception()) [[unlikely]] {

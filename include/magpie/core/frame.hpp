@@ -94,11 +94,42 @@ struct frame_base {
     return exception_box::release(box);
   }
 
+  /// Remembers a stack_array to free once the task owns its chain again (see stack_alloc.hpp).
+  /// The list is threaded through the arrays themselves, most recently destroyed (topmost) first.
+  void defer_free(void *array) noexcept {
+    auto *node = static_cast<deferred_free *>(array);
+    node->next = nullptr;
+    if (m_deferred == nullptr) {
+      m_deferred = node;
+    } else {
+      deferred_free *last = m_deferred;
+      while (last->next != nullptr) {
+        last = last->next;
+      }
+      last->next = node;
+    }
+  }
+
+  struct deferred_free {
+    deferred_free *next;
+  };
+
+  /// Frees the deferred arrays; the task must own its chain again (after a join or at the end).
+  void release_deferred(stack &s) noexcept {
+    for (deferred_free *d = m_deferred; d != nullptr;) {
+      deferred_free *next = d->next; // topmost first: FILO
+      s.deallocate(d);
+      d = next;
+    }
+    m_deferred = nullptr;
+  }
+
   std::coroutine_handle<> m_handle;  ///< this task's coroutine
   frame_base *m_parent = nullptr;    ///< the task (or root_block) waiting for this one
   context *m_ctx = nullptr;          ///< the worker running this task (updated on every hop)
   stacklet *m_stack = nullptr;       ///< the chain this task owns while it is suspended
   std::atomic<exception_box *> m_exception{nullptr}; ///< a child's exception, for the next join
+  deferred_free *m_deferred = nullptr; ///< stack arrays unwound while the task was stolen
   std::atomic<std::uint32_t> m_joins{join_init}; ///< split join counter (see protocols.md)
   std::uint32_t m_steals = 0;        ///< continuations stolen in this scope (runner only)
   frame_kind m_kind = frame_kind::called;

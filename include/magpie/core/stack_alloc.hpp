@@ -8,10 +8,13 @@
 // A portable, overflow-free alloca: the memory comes from the stack that holds the task's frame,
 // by pointer bump, and is freed in FILO order. Allocate and free only outside fork–join scopes
 // (before the first fork or after the join): inside a scope the task may be running on a thief's
-// stack. Both rules are checked in debug builds.
+// stack. Both rules are checked. One exception to the second: when an exception unwinds a scope
+// whose continuation was stolen, arrays are freed when the task has its stack back (at the next
+// join or at its end), since their memory lies on a chain another worker still holds.
 
 #include <coroutine>
 #include <cstddef>
+#include <exception>
 #include <memory>
 #include <new>
 #include <span>
@@ -43,9 +46,17 @@ public:
     for (std::size_t i = m_size; i-- > 0;) { // reverse order of construction
       m_data[i].~T();
     }
-    MAGPIE_ASSERT(!m_owner->m_unjoined,
-                  "a magpie::stack_array was freed inside a fork-join scope: let it go out of scope "
-                  "before the first fork or after the join");
+    if (m_owner->m_steals != 0) [[unlikely]] {
+      // Inside a scope whose continuation was stolen: the array is on the task's own chain,
+      // which another worker holds until the children finish. That happens only when an
+      // exception unwinds the scope; the array is freed once the task has its chain back.
+      MAGPIE_CHECK(std::uncaught_exceptions() > 0,
+                   "a magpie::stack_array was freed inside a fork-join scope: let it go out of "
+                   "scope before the first fork or after the join");
+      m_owner->defer_free(m_data);
+      return;
+    }
+    // Not stolen: every child has finished and the array is on top of the current chain.
     stack &s = m_owner->m_ctx->stack();
     MAGPIE_ASSERT(s.is_top(m_data, m_size * sizeof(T)),
                   "magpie::stack_array freed out of FILO order");

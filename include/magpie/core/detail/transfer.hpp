@@ -73,6 +73,9 @@ inline std::coroutine_handle<> final_transfer(frame_base *f) noexcept {
   if (f->has_exception()) [[unlikely]] {
     parent->store_exception(f->take_exception()); // a child's exception nobody joined: pass it up
   }
+  if (f->m_deferred != nullptr) [[unlikely]] {
+    f->release_deferred(ctx->stack()); // stack arrays unwound while the task was stolen
+  }
   if (f->m_trivial_frame) [[likely]] {
     // At the final suspend point only the promise and the parameter copies are alive, and both
     // are trivially destructible: ending their lifetime needs no code, so release the bytes
