@@ -14,6 +14,7 @@
 
 #include "magpie/core/config.hpp"
 #include "magpie/core/context.hpp"
+#include "magpie/core/detail/transfer.hpp"
 #include "magpie/core/frame.hpp"
 #include "magpie/sched/job.hpp"
 #include "magpie/sched/pool.hpp"
@@ -30,13 +31,14 @@ struct resume_on_awaitable : job {
 
   bool await_ready() const noexcept { return false; }
 
-  void await_suspend(std::coroutine_handle<>) noexcept {
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<>) noexcept {
     core::context *ctx = m_frame->m_ctx;
     // Our frame (and any stack_array) is on the current chain: it goes with us.
     m_frame->m_stack = ctx->release_stack();
     m_run = &run;
     m_pool->submit_to(m_index, this);
     // Point of no return: the target may already be running the task (and this awaitable).
+    return core::detail::continue_after_handoff(ctx);
   }
 
   void await_resume() const noexcept {}

@@ -59,6 +59,19 @@ MAGPIE_NOINLINE inline std::coroutine_handle<> final_join(frame_base *f) noexcep
   return final_transfer(f);
 }
 
+/// For awaitables that suspend a task elsewhere (resume_on, and later futures, mutexes, timers):
+/// call after the task has released its chain into `m_stack` and been published to whoever
+/// resumes it. The worker must not end its strand with continuations left in its deque (I1 in
+/// docs/protocols.md): it takes the bottom one, the suspended task's parent or an ancestor, as
+/// if it had stolen it, so that the task's eventual completion arrives at that parent's join.
+inline std::coroutine_handle<> continue_after_handoff(context *ctx) noexcept {
+  if (auto popped = ctx->tasks().pop()) {
+    ++popped.value->m_steals; // we are its runner now, exactly as a thief would be
+    return popped.value->m_handle;
+  }
+  return std::noop_coroutine();
+}
+
 /// Destroys a finished task's frame and continues with whatever comes next on this worker.
 inline std::coroutine_handle<> final_transfer(frame_base *f) noexcept {
   MAGPIE_ASSERT(!f->m_unjoined,
