@@ -1,0 +1,256 @@
+/* docs/models/sleep.pml — the lazy pool's sleep/wake protocol (src/pool.cpp: pool::run,
+ * run_jobs, try_steal, idle, wake, wake_one, become_active, become_thief, submit_to, ~pool).
+ *
+ * PROPERTIES (exhaustive):
+ *   1. No lost wake-up for submissions (safety: no invalid end state): no worker sleeps forever
+ *      while a job is queued for it. A job goes to one specific worker's queue; only that worker
+ *      can run it.
+ *   2. A thief while work runs (safety: no invalid end state): while a worker is active, some
+ *      worker is awake to steal, so stealable work never waits forever. The model makes this
+ *      observable: job 0 is "parallel" — its worker pushes a stealable item and then waits,
+ *      active, until another worker has stolen and run it (it never pops it back). If every
+ *      other worker could be asleep while it waits, the system would block.
+ *   3. Liveness (LTL, under weak fairness): every job and the item eventually complete,
+ *      <> (done == JOBS + 1), and then the pool shuts down with every worker stopped.
+ *
+ * Scope: W workers; a submitter thread submits JOBS jobs, each to a worker it picks
+ * nondeterministically (pool::submit_to); then it waits for the work to finish and destroys the
+ * pool (stop + notify everyone, as ~pool does). Counters are seq_cst in the code and every access
+ * is one step here (an SC model). The sleep mutex is modelled explicitly (acquire/release), and
+ * so is the condition variable: cv.wait(lock, pred) checks pred under the mutex, then releases
+ * the mutex and starts waiting atomically; notify_one wakes it only if it is waiting at that
+ * moment (a notification sent earlier is lost, which is why the predicate and the mutex are
+ * needed). Spurious wake-ups only re-check the predicate and are not modelled. The spin/yield rounds before a worker tries to sleep are
+ * abstracted: an idle worker may retry at once or attempt to sleep, in any interleaving. Victim
+ * selection (uniform random in the code) is abstracted to "some non-empty deque if any": a thief
+ * that keeps looking finds the work with probability 1.
+ *
+ * Variants (each must FAIL; tests/models/run_models.sh checks it):
+ *   -DBUG_NO_RECHECK     a would-be sleeper does not re-check for work after registering
+ *                        (the classic lost wake-up)
+ *   -DBUG_NO_LAST_THIEF  the last thief goes to sleep although a worker is active (both checks
+ *                        of the rule removed: before leaving the thieves, and in the re-check)
+ *   -DBUG_WAKE_NO_LOCK   wake() notifies without the mutex, reading `asleep` racily
+ */
+
+#define W 2
+#define JOBS 2
+
+byte n_active = 0;   /* pool::m_active */
+byte thieves = W;  /* pool::m_thieves: every worker starts as a thief */
+byte sleepers = 0; /* pool::m_sleepers */
+bit stop = 0;      /* pool::m_stop */
+bit mutex = 0;     /* pool::m_sleep_mutex */
+bit asleep[W];     /* worker::asleep (guarded by the mutex) */
+bit notified[W];   /* worker::notified (guarded by the mutex): the condition variable's predicate */
+bit waiting[W];    /* worker::cv: the worker is blocked in cv.wait (a notify now wakes it) */
+bit woken[W];      /* worker::cv: a notify arrived while it was waiting */
+byte queue[W];     /* jobs in worker::queue */
+byte deq[W];       /* stealable items in worker::ctx.tasks() */
+byte done = 0;     /* jobs and items completed */
+bit parallel_started = 0;
+bit item_done = 0; /* the parallel job's item was stolen and run */
+byte exited = 0;
+
+inline lock() { atomic { mutex == 0 -> mutex = 1 } }
+inline unlock() { mutex = 0 }
+
+/* std::condition_variable::notify_one: wakes the worker only if it is waiting right now; a
+   notification sent while it is not waiting is lost (the predicate must cover that case). */
+inline notify(w) {
+  if
+  :: waiting[w] -> woken[w] = 1
+  :: else -> skip
+  fi
+}
+
+/* pool::wake_one: notify some asleep, not yet notified worker. */
+inline wake_one() {
+  if
+  :: sleepers == 0 -> skip
+  :: else ->
+    lock();
+    k = 0;
+    do
+    :: k < W && asleep[k] && !notified[k] -> notified[k] = 1; notify(k); break
+    :: k < W && !(asleep[k] && !notified[k]) -> k++
+    :: k == W -> break
+    od;
+    unlock()
+  fi
+}
+
+/* pool::wake(index) */
+inline wake(index) {
+  if
+  :: sleepers == 0 -> skip
+  :: else ->
+#ifndef BUG_WAKE_NO_LOCK
+    lock();
+#endif
+    if
+    :: asleep[index] && !notified[index] -> notified[index] = 1; notify(index)
+    :: else -> skip
+    fi;
+#ifndef BUG_WAKE_NO_LOCK
+    unlock()
+#endif
+  fi
+}
+
+inline become_active() {
+  n_active++;
+  atomic { old = thieves; thieves-- };
+  if
+  :: old == 1 -> wake_one() /* we were the last thief, and we are about to make stealable work */
+  :: else -> skip
+  fi
+}
+
+inline become_thief() {
+  thieves++;
+  n_active--
+}
+
+proctype worker(byte me) {
+  byte old, n, v, k;
+  bit needed, visible;
+
+  do
+  :: /* pool::run_jobs: take everything queued for me */
+    atomic { n = queue[me]; queue[me] = 0 };
+    if
+    :: n > 0 ->
+      become_active();
+      do
+      :: n > 0 ->
+        /* the first job to run is the parallel one: it pushes a stealable item and waits,
+           active, until a thief has run it (it never pops it back itself) */
+        if
+        :: atomic { !parallel_started -> parallel_started = 1; deq[me] = 1 };
+          (item_done)
+        :: else -> skip
+        fi;
+        done++;
+        n--
+      :: else -> break
+      od;
+      become_thief()
+    :: else ->
+      /* pool::try_steal: take an item from some other worker's deque */
+      atomic {
+        v = W;
+        k = 0;
+        do
+        :: k < W && k != me && deq[k] > 0 -> v = k; deq[k]--; break
+        :: k < W && (k == me || deq[k] == 0) -> k++
+        :: k == W -> break
+        od
+      };
+      if
+      :: v < W ->
+        become_active();
+        item_done = 1; /* run the stolen item */
+        done++;
+        become_thief()
+      :: else ->
+        if
+        :: stop -> break
+        :: else ->
+          /* pool::idle, after its spin/yield rounds (or retry at once) */
+          if
+          :: skip /* keep looking */
+          :: atomic { old = thieves; thieves-- };
+#ifndef BUG_NO_LAST_THIEF
+            if
+            :: old == 1 && n_active > 0 -> thieves++ /* the last thief stays while work runs */
+            :: else ->
+#endif
+              lock();
+              asleep[me] = 1;
+              notified[me] = 0;
+              sleepers++;
+#ifdef BUG_NO_RECHECK
+              needed = 0;
+              visible = 0;
+#else
+#ifdef BUG_NO_LAST_THIEF
+              needed = 0;
+#else
+              needed = (thieves == 0 && n_active > 0);
+#endif
+              visible = (queue[me] > 0);
+              k = 0;
+              do /* work_visible: own queue, or any deque */
+              :: k < W && deq[k] > 0 -> visible = 1; break
+              :: k < W && deq[k] == 0 -> k++
+              :: k == W -> break
+              od;
+#endif
+              if
+              :: !needed && !visible && !stop ->
+                /* cv.wait(lock, [&] { return notified || stop; }) */
+                do
+                :: notified[me] || stop -> break
+                :: else ->
+                  atomic { unlock(); waiting[me] = 1 }; /* release and block, atomically */
+end_sleep:        (woken[me]);
+                  atomic { woken[me] = 0; waiting[me] = 0 };
+                  lock()
+                od
+              :: else -> skip
+              fi;
+              asleep[me] = 0;
+              sleepers--;
+              unlock();
+              thieves++
+#ifndef BUG_NO_LAST_THIEF
+            fi
+#endif
+          fi
+        fi
+      fi
+    fi
+  od;
+  exited++
+}
+
+init {
+  byte i, k, target;
+  atomic {
+    i = 0;
+    do
+    :: i < W -> run worker(i); i++
+    :: else -> break
+    od
+  };
+  /* the submitter: pool::submit_root / submit_to */
+  i = 0;
+  do
+  :: i < JOBS ->
+    target = 0;
+    do /* any worker (pool::choose_worker is a hint-driven heuristic) */
+    :: target + 1 < W -> target++
+    :: break
+    od;
+    queue[target]++; /* job_queue::push, seq_cst */
+    wake(target);
+    i++
+  :: else -> break
+  od;
+  /* sync_wait: wait for the work (jobs + the stolen item) */
+  (done == JOBS + 1);
+  /* ~pool: stop, then notify everyone under the mutex */
+  stop = 1;
+  lock();
+  k = 0;
+  do
+  :: k < W -> notified[k] = 1; notify(k); k++
+  :: else -> break
+  od;
+  unlock();
+  (exited == W);
+  assert(n_active == 0 && thieves == W && sleepers == 0)
+}
+
+ltl all_work_done { <> (done == JOBS + 1) }
