@@ -10,15 +10,6 @@
 
 namespace bench {
 
-/// A prvalue copy of `x`. Work-around: magpie::fork/call do not compile when an argument is an
-/// lvalue (spawn_request::magpie_bind deduces make_child's Args from std::tuple<Args&&...>&,
-/// which fails for lvalue references; see bench/README.md, "Library issues"). Passing copies is
-/// what the by-value parameters do anyway.
-template <typename T>
-constexpr T val(T const &x) {
-  return x;
-}
-
 class magpie_runtime {
 public:
   explicit magpie_runtime(options const &o)

@@ -17,8 +17,8 @@ magpie::task<double> integ(double x1, double y1, double x2, double y2, double ar
   }
   double l = 0;
   double r = 0;
-  co_await magpie::fork(&l, integ, bench::val(x1), bench::val(y1), bench::val(x0), bench::val(y0), bench::val(a1), bench::val(eps));
-  co_await magpie::call(&r, integ, bench::val(x0), bench::val(y0), bench::val(x2), bench::val(y2), bench::val(a2), bench::val(eps));
+  co_await magpie::fork(&l, integ, x1, y1, x0, y0, a1, eps);
+  co_await magpie::call(&r, integ, x0, y0, x2, y2, a2, eps);
   co_await magpie::join();
   co_return l + r;
 }

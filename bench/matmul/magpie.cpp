@@ -12,15 +12,15 @@ magpie::task<void> mm(float const *a, float const *b, float *r, std::size_t n, s
   }
   std::size_t const h = n / 2;
   std::size_t const o00 = 0, o01 = h, o10 = h * s, o11 = h * s + h;
-  co_await magpie::fork(mm, a + o00, b + o00, r + o00, bench::val(h), bench::val(s), bench::val(add));
-  co_await magpie::fork(mm, a + o00, b + o01, r + o01, bench::val(h), bench::val(s), bench::val(add));
-  co_await magpie::fork(mm, a + o10, b + o00, r + o10, bench::val(h), bench::val(s), bench::val(add));
-  co_await magpie::call(mm, a + o10, b + o01, r + o11, bench::val(h), bench::val(s), bench::val(add));
+  co_await magpie::fork(mm, a + o00, b + o00, r + o00, h, s, add);
+  co_await magpie::fork(mm, a + o00, b + o01, r + o01, h, s, add);
+  co_await magpie::fork(mm, a + o10, b + o00, r + o10, h, s, add);
+  co_await magpie::call(mm, a + o10, b + o01, r + o11, h, s, add);
   co_await magpie::join();
-  co_await magpie::fork(mm, a + o01, b + o10, r + o00, bench::val(h), bench::val(s), true);
-  co_await magpie::fork(mm, a + o01, b + o11, r + o01, bench::val(h), bench::val(s), true);
-  co_await magpie::fork(mm, a + o11, b + o10, r + o10, bench::val(h), bench::val(s), true);
-  co_await magpie::call(mm, a + o11, b + o11, r + o11, bench::val(h), bench::val(s), true);
+  co_await magpie::fork(mm, a + o01, b + o10, r + o00, h, s, true);
+  co_await magpie::fork(mm, a + o01, b + o11, r + o01, h, s, true);
+  co_await magpie::fork(mm, a + o11, b + o10, r + o10, h, s, true);
+  co_await magpie::call(mm, a + o11, b + o11, r + o11, h, s, true);
   co_await magpie::join();
 }
 } // namespace
@@ -33,7 +33,7 @@ int main(int argc, char **argv) {
   return bench::measure(
       o, matmul_problem::name, rt.name(),
       [&] {
-        rt.run(mm, m.a.get(), m.b.get(), m.r.get(), bench::val(z.n), bench::val(z.n), false);
+        rt.run(mm, m.a.get(), m.b.get(), m.r.get(), z.n, z.n, false);
         return 0;
       },
       [&](int) { return matmul_problem::check(m); });

@@ -14,7 +14,7 @@ magpie::task<long> nq(int n, int j, board a) {
     board b = a;
     b[j] = static_cast<char>(i);
     if (nqueens_problem::ok(b, j)) {
-      co_await magpie::fork(&parts[i], nq, bench::val(n), j + 1, bench::val(b)); // b is copied into the child's frame
+      co_await magpie::fork(&parts[i], nq, n, j + 1, b); // b is copied into the child's frame
     }
   }
   co_await magpie::join();
@@ -30,6 +30,6 @@ int main(int argc, char **argv) {
   auto const o = bench::parse_options(argc, argv);
   auto const &z = nqueens_problem::find(o.size);
   bench::magpie_runtime rt(o);
-  return bench::measure(o, nqueens_problem::name, rt.name(), [&] { return rt.run(nq, bench::val(z.n), 0, board{}); },
+  return bench::measure(o, nqueens_problem::name, rt.name(), [&] { return rt.run(nq, z.n, 0, board{}); },
                         [&](long r) { return nqueens_problem::check(r, z); });
 }

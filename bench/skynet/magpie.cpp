@@ -12,9 +12,9 @@ magpie::task<std::int64_t> skynet(std::int64_t num, std::int64_t size) {
   std::int64_t const sub = size / 10;
   std::array<std::int64_t, 10> parts;
   for (std::int64_t i = 0; i < 9; ++i) {
-    co_await magpie::fork(&parts[i], skynet, num + i * sub, bench::val(sub));
+    co_await magpie::fork(&parts[i], skynet, num + i * sub, sub);
   }
-  co_await magpie::call(&parts[9], skynet, num + 9 * sub, bench::val(sub));
+  co_await magpie::call(&parts[9], skynet, num + 9 * sub, sub);
   co_await magpie::join();
   std::int64_t sum = 0;
   for (auto p : parts) {

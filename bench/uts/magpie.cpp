@@ -18,9 +18,9 @@ magpie::task<uts::result> visit(uts::tree const *t, uts::node const *n) {
     kids[i].n = uts::child(*n, i);
   }
   for (int i = 0; i < k - 1; ++i) {
-    co_await magpie::fork(&kids[i].r, visit, bench::val(t), &kids[i].n);
+    co_await magpie::fork(&kids[i].r, visit, t, &kids[i].n);
   }
-  co_await magpie::call(&kids[k - 1].r, visit, bench::val(t), &kids[k - 1].n);
+  co_await magpie::call(&kids[k - 1].r, visit, t, &kids[k - 1].n);
   co_await magpie::join();
   co_return uts::combine(*n, kids);
 }
@@ -35,9 +35,9 @@ magpie::task<uts::result> visit_star(uts::tree const *t, uts::node const *n) {
     kids[i].n = uts::child(*n, i);
   }
   for (int i = 0; i < k - 1; ++i) {
-    co_await magpie::fork(&kids[i].r, visit_star, bench::val(t), &kids[i].n);
+    co_await magpie::fork(&kids[i].r, visit_star, t, &kids[i].n);
   }
-  co_await magpie::call(&kids[k - 1].r, visit_star, bench::val(t), &kids[k - 1].n);
+  co_await magpie::call(&kids[k - 1].r, visit_star, t, &kids[k - 1].n);
   co_await magpie::join();
   co_return uts::combine(*n, kids);
 }

@@ -37,28 +37,26 @@ inline void compress(std::uint32_t h[5], std::uint8_t const *block) noexcept {
     w[t] = rotl(w[t - 3] ^ w[t - 8] ^ w[t - 14] ^ w[t - 16], 1);
   }
   std::uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
-  for (int t = 0; t < 80; ++t) {
-    std::uint32_t f = 0;
-    std::uint32_t k = 0;
-    if (t < 20) {
-      f = (b & c) | (~b & d);
-      k = 0x5A827999u;
-    } else if (t < 40) {
-      f = b ^ c ^ d;
-      k = 0x6ED9EBA1u;
-    } else if (t < 60) {
-      f = (b & c) | (b & d) | (c & d);
-      k = 0x8F1BBCDCu;
-    } else {
-      f = b ^ c ^ d;
-      k = 0xCA62C1D6u;
-    }
-    std::uint32_t const tmp = rotl(a, 5) + f + e + k + w[t];
+  // Four branch-free loops of 20 rounds, one per round function.
+  auto round = [&](std::uint32_t f, std::uint32_t k, std::uint32_t wt) {
+    std::uint32_t const tmp = rotl(a, 5) + f + e + k + wt;
     e = d;
     d = c;
     c = rotl(b, 30);
     b = a;
     a = tmp;
+  };
+  for (int t = 0; t < 20; ++t) {
+    round((b & c) | (~b & d), 0x5A827999u, w[t]);
+  }
+  for (int t = 20; t < 40; ++t) {
+    round(b ^ c ^ d, 0x6ED9EBA1u, w[t]);
+  }
+  for (int t = 40; t < 60; ++t) {
+    round((b & c) | (b & d) | (c & d), 0x8F1BBCDCu, w[t]);
+  }
+  for (int t = 60; t < 80; ++t) {
+    round(b ^ c ^ d, 0xCA62C1D6u, w[t]);
   }
   h[0] += a;
   h[1] += b;

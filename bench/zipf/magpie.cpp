@@ -9,14 +9,14 @@ magpie::task<void> range(zipf::loop const *lp, std::size_t lo, std::size_t hi) {
     co_return;
   }
   std::size_t const mid = lo + (hi - lo) / 2;
-  co_await magpie::fork(range, bench::val(lp), bench::val(lo), bench::val(mid));
-  co_await magpie::call(range, bench::val(lp), bench::val(mid), bench::val(hi));
+  co_await magpie::fork(range, lp, lo, mid);
+  co_await magpie::call(range, lp, mid, hi);
   co_await magpie::join();
 }
 
 magpie::task<void> loops(zipf::loop const *lp, int count) {
   for (int l = 0; l < count; ++l) {
-    co_await magpie::call(range, bench::val(lp), std::size_t{0}, lp->ks.size());
+    co_await magpie::call(range, lp, std::size_t{0}, lp->ks.size());
   }
 }
 } // namespace
@@ -25,5 +25,5 @@ int main(int argc, char **argv) {
   auto const o = bench::parse_options(argc, argv);
   bench::magpie_runtime rt(o);
   return zipf::main_for(argc, argv, rt.name().c_str(), o,
-                        [&](zipf::loop const &lp, int count) { rt.run(loops, &lp, bench::val(count)); });
+                        [&](zipf::loop const &lp, int count) { rt.run(loops, &lp, count); });
 }

@@ -11,6 +11,8 @@
 // out[i] every time it runs, so the answer, Σ out, must be loops × Σ k_i: every iteration ran
 // exactly once per loop.
 
+#include <time.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -86,16 +88,23 @@ inline std::uint64_t burn(std::uint64_t iters, std::uint64_t x) noexcept {
   return x;
 }
 
-/// Spin iterations per nanosecond on this core: the fastest of several timed bursts.
+inline double thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+/// Spin iterations per nanosecond on this core: the fastest of several bursts, timed in this
+/// thread's CPU time so that being descheduled (a busy machine) does not skew the calibration.
 inline double calibrate() {
   double best = 1e300;
-  for (int t = 0; t < 7; ++t) {
-    std::uint64_t const iters = 2'000'000;
-    auto const t0 = std::chrono::steady_clock::now();
+  for (int t = 0; t < 9; ++t) {
+    std::uint64_t const iters = 4'000'000;
+    double const t0 = thread_cpu_ns();
     std::uint64_t volatile sink = burn(iters, static_cast<std::uint64_t>(t));
     (void)sink;
-    auto const t1 = std::chrono::steady_clock::now();
-    best = std::fmin(best, std::chrono::duration<double, std::nano>(t1 - t0).count() / iters);
+    double const t1 = thread_cpu_ns();
+    best = std::fmin(best, (t1 - t0) / static_cast<double>(iters));
   }
   return 1.0 / best;
 }

@@ -1,0 +1,535 @@
+#!/usr/bin/env python3
+"""magpie's benchmark runner: every problem × runtime × worker count, one process per measurement.
+
+Usage (normally through scripts/bench.sh, which installs packages and builds first):
+
+    scripts/bench.py [--paper] [--only fib,uts:T3,...] [--runtimes serial,magpie-lazy,...]
+                     [--workers 1,2] [--reps 5] [--compiler gcc|clang]
+
+Each measurement is a separate process (so its peak RSS, read from the OS with wait4, is its
+own). The binary runs warm-up repetitions and then timed ones and prints one @@RESULT JSON line;
+this script collects them, checks answers (each binary checks against BENCHMARKS.md; answers
+without a reference must agree across runtimes), prints a summary table and writes raw results
+(CSV, JSON) and plots to results/<timestamp>/ (and results/latest).
+
+Exit status: 0 when every check passed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# ----------------------------------------------------------------------------------------------
+# What there is to run. Sizes are names understood by bench/<problem>/problem.hpp.
+
+PROBLEMS: dict[str, dict] = {
+    "fib": {"default": ["default"], "paper": ["paper"]},
+    "integrate": {"default": ["default"], "paper": ["paper"]},
+    "matmul": {"default": ["default"], "paper": ["paper"]},
+    "nqueens": {"default": ["default"], "paper": ["paper"]},
+    "uts": {
+        "default": ["T1", "T1L", "T1XXL", "T3", "T3L", "T3XXL"],
+        "paper": ["T1-paper", "T1L-paper", "T1XXL-paper", "T3-paper", "T3L-paper", "T3XXL-paper"],
+    },
+    "skynet": {"default": ["default"], "paper": ["paper"]},
+    "zipf": {"default": ["512", "1024", "2048", "uniform-1024"],
+             "paper": ["512", "1024", "2048", "uniform-1024"]},
+}
+
+# runtime name -> (binary suffix, extra arguments, problems it applies to or None for all)
+RUNTIMES: dict[str, tuple[str, list[str], set[str] | None]] = {
+    "serial": ("serial", [], None),
+    "magpie-lazy": ("magpie", ["--pool", "lazy"], None),
+    "magpie-busy": ("magpie", ["--pool", "busy"], None),
+    "magpie*-lazy": ("magpie", ["--pool", "lazy", "--star"], {"uts"}),
+    "magpie*-busy": ("magpie", ["--pool", "busy", "--star"], {"uts"}),
+    "tbb": ("tbb", [], None),
+    "omp": ("omp", [], None),
+}
+DEFAULT_RUNTIMES = ["serial", "magpie-lazy", "magpie-busy", "magpie*-lazy", "tbb", "omp"]
+BASELINE = "magpie-lazy"  # the "ratio" column compares with this runtime
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--paper", action="store_true", help="the paper's sizes (Table I): hours on 2 cores")
+    p.add_argument("--only", default="", help="comma-separated problems, or problem:size (e.g. fib,uts:T3)")
+    p.add_argument("--runtimes", default=",".join(DEFAULT_RUNTIMES),
+                   help=f"comma-separated, from {','.join(RUNTIMES)} (default: %(default)s)")
+    p.add_argument("--workers", default="", help="comma-separated worker counts (default: 1..nproc)")
+    p.add_argument("--reps", type=int, default=5, help="timed repetitions per measurement (default 5)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed repetitions first (default 1)")
+    p.add_argument("--max-seconds", type=float, default=6.0,
+                   help="a measurement whose warm-up predicts more than this runs fewer reps (never < 3)")
+    p.add_argument("--compiler", choices=["gcc", "clang"], default="gcc")
+    p.add_argument("--build-dir", default="", help="default: build/bench or build/bench-clang")
+    p.add_argument("--results", default=str(ROOT / "results"), help="results root (default: results/)")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds before one process is killed")
+    p.add_argument("--no-plots", action="store_true")
+    return p.parse_args(argv)
+
+
+# ----------------------------------------------------------------------------------------------
+# Running one measurement
+
+
+def run_process(cmd: list[str], timeout: float, env: dict[str, str] | None = None) -> dict:
+    """Runs cmd; returns stdout, stderr, exit status, wall time and the OS's peak RSS (KiB)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        killed = threading.Event()
+
+        def kill() -> None:
+            killed.set()
+            proc.kill()
+
+        timer = threading.Timer(timeout, kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4, not by Popen
+        wall = time.monotonic() - t0
+        out.seek(0)
+        err.seek(0)
+        return {
+            "stdout": out.read().decode(errors="replace"),
+            "stderr": err.read().decode(errors="replace"),
+            "rc": proc.returncode,
+            "timed_out": killed.is_set(),
+            "wall": wall,
+            "maxrss_kib": usage.ru_maxrss,  # Linux: KiB
+        }
+
+
+def measure(binary: Path, problem: str, size: str, runtime: str, workers: int, args) -> dict:
+    suffix, extra, _ = RUNTIMES[runtime]
+    cmd = [str(binary), "--size", size, "--workers", str(workers), "--reps", str(args.reps),
+           "--warmup", str(args.warmup), "--max-seconds", str(args.max_seconds)] + extra
+    res = run_process(cmd, args.timeout)
+    row = {"problem": problem, "size": size, "runtime": runtime, "workers": workers,
+           "maxrss_kib": res["maxrss_kib"], "process_wall_s": round(res["wall"], 3),
+           "command": " ".join(cmd)}
+    result = None
+    for line in res["stdout"].splitlines():
+        if line.startswith("@@RESULT "):
+            result = json.loads(line[len("@@RESULT "):])
+    if result is None or res["rc"] not in (0, 1):
+        why = "timed out" if res["timed_out"] else f"exit status {res['rc']}"
+        row.update(check="FAIL", note=f"no result ({why}): {res['stderr'].strip()[-400:]}", times=[])
+        return row
+    times = result.pop("times")
+    row.update(result)
+    row["runtime"] = runtime  # the runner's name (the binary says the same for magpie/tbb/omp)
+    # Peak RSS: the binary's own VmHWM. wait4's ru_maxrss is kept for reference only: it survives
+    # exec, so it is never below the RSS of this Python process, which forked the binary.
+    row["wait4_maxrss_kib"] = row["maxrss_kib"]
+    if result.get("vmhwm_kib", -1) > 0:
+        row["maxrss_kib"] = result["vmhwm_kib"]
+    row["times"] = times
+    if res["rc"] != 0 and row.get("check") != "FAIL":
+        row["check"] = "FAIL"
+        row["note"] = f"exit status {res['rc']}"
+    if times:
+        row["median_s"] = statistics.median(times)
+        row["min_s"] = min(times)
+        row["max_s"] = max(times)
+        row["spread"] = (row["max_s"] - row["min_s"]) / row["median_s"] if row["median_s"] > 0 else 0.0
+    return row
+
+
+# ----------------------------------------------------------------------------------------------
+# Analysis
+
+
+def fit_power(ps: list[float], ys: list[float]) -> tuple[float, float, float] | None:
+    """Least-squares fit of y ≈ a + b·P^n over a grid of n (closed form for a, b at each n)."""
+    if len(set(ps)) < 3:
+        return None
+    best = None
+    for i in range(0, 401):
+        n = i / 100.0
+        xs = [p ** n for p in ps]
+        mx, my = statistics.fmean(xs), statistics.fmean(ys)
+        sxx = sum((x - mx) ** 2 for x in xs)
+        if sxx == 0:
+            continue
+        b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+        a = my - b * mx
+        sse = sum((a + b * x - y) ** 2 for x, y in zip(xs, ys))
+        if best is None or sse < best[3]:
+            best = (a, b, n, sse)
+    return None if best is None else best[:3]
+
+
+def analyse(rows: list[dict]) -> tuple[list[dict], list[str]]:
+    """Adds speedup, efficiency and ratios; returns the rows and a list of failures."""
+    failures = []
+    by_key: dict[tuple, list[dict]] = {}
+    for r in rows:
+        by_key.setdefault((r["problem"], r["size"]), []).append(r)
+    for (problem, size), group in by_key.items():
+        # Answers must agree across every runtime and worker count.
+        answers = {r.get("answer") for r in group if r.get("check") in ("OK", "UNREF")}
+        if len(answers) > 1:
+            for r in group:
+                if r.get("check") in ("OK", "UNREF"):
+                    r["check"] = "FAIL"
+                    r["note"] = f"runtimes disagree: {sorted(answers)}"
+        serial = next((r for r in group if r["runtime"] == "serial" and "median_s" in r), None)
+        base = {r["workers"]: r for r in group if r["runtime"] == BASELINE and "median_s" in r}
+        for r in group:
+            if "median_s" not in r:
+                continue
+            if serial:
+                r["speedup"] = serial["median_s"] / r["median_s"]
+                r["efficiency"] = r["speedup"] / r["workers"]
+            b = base.get(r["workers"])
+            if b:
+                r["ratio_time"] = r["median_s"] / b["median_s"]
+                r["ratio_rss"] = r["maxrss_kib"] / b["maxrss_kib"] if b["maxrss_kib"] else None
+            if problem == "zipf" and "nominal_loop_s" in r:
+                loops = r["loops_per_rep"]
+                r["loops_per_s"] = loops / r["median_s"]
+                r["nominal_efficiency"] = loops * r["nominal_loop_s"] / (r["workers"] * r["median_s"])
+        for r in group:
+            if r.get("check") == "FAIL":
+                failures.append(f"{problem} {size} {r['runtime']} P={r['workers']}: {r.get('note', 'FAIL')}")
+    return rows, failures
+
+
+def fmt_time(s: float | None) -> str:
+    if s is None:
+        return "-"
+    if s >= 1:
+        return f"{s:.3f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s * 1e6:.1f} us"
+
+
+def summary_table(rows: list[dict]) -> str:
+    head = ["problem", "size", "runtime", "P", "median", "spread", "T_s/T_P", "eff", "MRSS MiB",
+            "time/lazy", "rss/lazy", "check"]
+    lines = []
+    for r in rows:
+        extra = ""
+        if "loops_per_s" in r:
+            extra = f"  ({r['loops_per_s']:.0f} loops/s, nominal eff {r['nominal_efficiency']:.2f})"
+        lines.append([
+            r["problem"], r["size"], r["runtime"], str(r["workers"]), fmt_time(r.get("median_s")),
+            f"±{r['spread'] * 50:.1f}%" if "spread" in r else "-",
+            f"{r['speedup']:.2f}" if "speedup" in r else "-",
+            f"{r['efficiency']:.2f}" if "efficiency" in r else "-",
+            f"{r['maxrss_kib'] / 1024:.1f}",
+            f"{r['ratio_time']:.2f}" if r.get("ratio_time") is not None else "-",
+            f"{r['ratio_rss']:.2f}" if r.get("ratio_rss") is not None else "-",
+            r.get("check", "?") + extra,
+        ])
+    widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h) for i, h in enumerate(head)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)),
+           "  ".join("-" * w for w in widths)]
+    prev = None
+    for l in lines:
+        if prev is not None and (l[0], l[1]) != prev:
+            out.append("")
+        prev = (l[0], l[1])
+        out.append("  ".join(c.ljust(w) for c, w in zip(l, widths)))
+    return "\n".join(out)
+
+
+def mrss_fits(rows: list[dict], workers: list[int]) -> str:
+    if len(set(workers)) < 3:
+        return (f"MRSS fit a + b·P^n (the paper's Table II): needs ≥ 3 worker counts; this run has "
+                f"{len(set(workers))} ({','.join(map(str, sorted(set(workers))))}). "
+                f"Run with e.g. --workers 1,2,3,4 (oversubscribed beyond nproc).")
+    by: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r["runtime"] != "serial" and "median_s" in r:
+            by.setdefault((r["problem"], r["size"], r["runtime"]), []).append(r)
+    out = ["MRSS fit a + b·P^n per runtime (the paper's Table II): n close to 0 = flat, 1 = linear in P",
+           f"{'problem':10} {'size':14} {'runtime':14} {'a MiB':>9} {'b MiB':>9} {'n':>6}"]
+    for (problem, size, runtime), g in sorted(by.items()):
+        fit = fit_power([float(r["workers"]) for r in g], [r["maxrss_kib"] / 1024 for r in g])
+        if fit:
+            a, b, n = fit
+            out.append(f"{problem:10} {size:14} {runtime:14} {a:9.2f} {b:9.3f} {n:6.2f}")
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------------------------
+# Plots (in the style of the paper's figures 5–7)
+
+COLORS = {"serial": "black", "magpie-lazy": "tab:blue", "magpie-busy": "tab:cyan",
+          "magpie*-lazy": "tab:purple", "magpie*-busy": "tab:pink", "tbb": "tab:green", "omp": "tab:red"}
+MARKERS = {"serial": "x", "magpie-lazy": "o", "magpie-busy": "s", "magpie*-lazy": "D",
+           "magpie*-busy": "d", "tbb": "^", "omp": "v"}
+
+
+def plot(rows: list[dict], outdir: Path, title: str) -> list[str]:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("note: matplotlib not found: no plots (apt-get install python3-matplotlib)")
+        return []
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if "median_s" in r:
+            groups.setdefault((r["problem"], r["size"]), []).append(r)
+    keys = list(groups)
+    if not keys:
+        return []
+    cols = min(4, len(keys))
+    nrows = math.ceil(len(keys) / cols)
+    written = []
+    for kind, ylabel, fname in [("time", "wall time [s] (median, min–max)", "time.png"),
+                                ("efficiency", "efficiency T_s / (P·T_P)", "efficiency.png"),
+                                ("memory", "peak RSS [MiB]", "memory.png")]:
+        fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.4 * nrows), squeeze=False)
+        for ax, key in zip(axes.flat, keys):
+            g = groups[key]
+            runtimes = [rt for rt in RUNTIMES if any(r["runtime"] == rt for r in g)]
+            for rt in runtimes:
+                pts = sorted((r for r in g if r["runtime"] == rt), key=lambda r: r["workers"])
+                ps = [r["workers"] for r in pts]
+                if kind == "time":
+                    ys = [r["median_s"] for r in pts]
+                    lo = [r["median_s"] - r["min_s"] for r in pts]
+                    hi = [r["max_s"] - r["median_s"] for r in pts]
+                    if rt == "serial":
+                        ax.axhline(ys[0], color=COLORS[rt], ls=":", lw=1, label="serial (T_s)")
+                        continue
+                    ax.errorbar(ps, ys, yerr=[lo, hi], color=COLORS[rt], marker=MARKERS[rt], ms=4,
+                                capsize=2, lw=1.2, label=rt)
+                elif kind == "efficiency":
+                    if rt == "serial" or not all("efficiency" in r for r in pts):
+                        continue
+                    ax.plot(ps, [r["efficiency"] for r in pts], color=COLORS[rt], marker=MARKERS[rt],
+                            ms=4, lw=1.2, label=rt)
+                else:
+                    ys = [r["maxrss_kib"] / 1024 for r in pts]
+                    if rt == "serial":
+                        ax.axhline(ys[0], color=COLORS[rt], ls=":", lw=1, label="serial")
+                        continue
+                    ax.plot(ps, ys, color=COLORS[rt], marker=MARKERS[rt], ms=4, lw=1.2, label=rt)
+            ax.set_title(f"{key[0]} {key[1]}" if key[1] != "default" else key[0], fontsize=10)
+            ax.set_xlabel("workers P")
+            ax.set_ylabel(ylabel, fontsize=8)
+            ax.set_xticks(sorted({r["workers"] for r in g}))
+            if kind == "time":
+                ax.set_yscale("log")
+            if kind == "efficiency":
+                ax.axhline(1.0, color="grey", lw=0.6, ls="--")
+                ax.set_ylim(bottom=0)
+            if kind == "memory":
+                ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+            ax.tick_params(labelsize=8)
+        for ax in list(axes.flat)[len(keys):]:
+            ax.axis("off")
+        handles, labels = {}, {}
+        for ax in axes.flat:
+            for h, l in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(l, h)
+        fig.legend(list(handles.values()), list(handles.keys()), loc="lower center",
+                   ncol=min(7, len(handles)), fontsize=9, frameon=False)
+        fig.suptitle(f"{title}: {kind}", fontsize=11)
+        fig.tight_layout(rect=(0, 0.05, 1, 0.97))
+        fig.savefig(outdir / fname, dpi=110)
+        plt.close(fig)
+        written.append(fname)
+    return written
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+def machine_info(compiler: str, build_dir: Path) -> dict:
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cxx = ""
+    try:
+        for line in (build_dir / "CMakeCache.txt").read_text().splitlines():
+            if line.startswith("CMAKE_CXX_COMPILER:"):
+                cxx = line.split("=", 1)[1]
+    except OSError:
+        pass
+    version = ""
+    if cxx:
+        try:
+            version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+        except (OSError, IndexError):
+            pass
+    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True).stdout.strip()
+    return {"host": platform.node(), "cpu": cpu, "nproc": os.cpu_count(), "kernel": platform.release(),
+            "compiler": compiler, "cxx": cxx, "cxx_version": version, "git": rev,
+            "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "loadavg_at_start": os.getloadavg()}
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    build = Path(args.build_dir) if args.build_dir else ROOT / "build" / (
+        "bench" if args.compiler == "gcc" else "bench-clang")
+    bindir = build / "bench" / "bin"
+    if not bindir.is_dir():
+        print(f"error: no benchmark binaries in {bindir}: build first (scripts/bench.sh does)", file=sys.stderr)
+        return 2
+
+    nproc = os.cpu_count() or 1
+    workers = [int(w) for w in args.workers.split(",") if w] if args.workers else list(range(1, nproc + 1))
+    runtimes = [r for r in args.runtimes.split(",") if r]
+    for r in runtimes:
+        if r not in RUNTIMES:
+            print(f"error: unknown runtime {r!r} (known: {', '.join(RUNTIMES)})", file=sys.stderr)
+            return 2
+    scale = "paper" if args.paper else "default"
+    selected: list[tuple[str, str]] = []
+    only = [o for o in args.only.split(",") if o]
+    for problem, sizes in PROBLEMS.items():
+        for size in sizes[scale]:
+            if only and not any(o == problem or o == f"{problem}:{size}" for o in only):
+                continue
+            selected.append((problem, size))
+    for o in only:
+        if o.split(":")[0] not in PROBLEMS:
+            print(f"error: unknown problem {o!r} (known: {', '.join(PROBLEMS)})", file=sys.stderr)
+            return 2
+
+    plan = []
+    skipped = set()
+    for problem, size in selected:
+        for rt in runtimes:
+            suffix, _, only_for = RUNTIMES[rt]
+            if only_for is not None and problem not in only_for:
+                continue
+            binary = bindir / f"{problem}_{suffix}"
+            if not binary.exists():
+                skipped.add(f"{problem}_{suffix}")
+                continue
+            for p in ([1] if rt == "serial" else workers):
+                plan.append((binary, problem, size, rt, p))
+    for s in sorted(skipped):
+        print(f"note: {s} was not built (its runtime's package is missing?): skipped")
+
+    info = machine_info(args.compiler, build)
+    load = info["loadavg_at_start"][0]
+    print(f"magpie bench: {len(plan)} measurements, {scale} sizes, workers {workers}, reps {args.reps} "
+          f"(+{args.warmup} warm-up), {info['cxx_version'] or args.compiler}")
+    print(f"machine: {info['cpu']}, {nproc} cores; load average {load:.2f}"
+          + ("  — WARNING: the machine is busy; timings will be noisy" if load > 0.7 else ""))
+
+    selftest = bindir / "bench_selftest"
+    if selftest.exists():
+        st = run_process([str(selftest)], 300)
+        ok = st["rc"] == 0
+        print(f"self-test (SHA-1, UTS, Zipf vectors): {'passed' if ok else 'FAILED'}")
+        if not ok:
+            print(st["stdout"] + st["stderr"])
+            return 1
+
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    outdir = Path(args.results) / stamp
+    outdir.mkdir(parents=True, exist_ok=True)
+
+    rows: list[dict] = []
+    t_start = time.monotonic()
+    for i, (binary, problem, size, rt, p) in enumerate(plan, 1):
+        label = f"{problem} {size} {rt} P={p}"
+        elapsed = time.monotonic() - t_start
+        eta = elapsed / (i - 1) * (len(plan) - i + 1) if i > 1 else 0
+        print(f"[{i:3}/{len(plan)} {elapsed / 60:4.1f} min, ~{eta / 60:.1f} min left] {label:42}",
+              end="", flush=True)
+        row = measure(binary, problem, size, rt, p, args)
+        rows.append(row)
+        med = fmt_time(row.get("median_s"))
+        spread = f"±{row['spread'] * 50:.1f}%" if "spread" in row else ""
+        print(f" {med:>10} {spread:>7} {row['maxrss_kib'] / 1024:7.1f} MiB  {row.get('check', '?')}"
+              + (f"  {row.get('note', '')}" if row.get("check") == "FAIL" else ""), flush=True)
+    total = time.monotonic() - t_start
+
+    rows, failures = analyse(rows)
+    table = summary_table(rows)
+    fits = mrss_fits(rows, workers)
+    info["loadavg_at_end"] = os.getloadavg()
+    info["duration_s"] = round(total, 1)
+    info["command"] = " ".join([Path(sys.argv[0]).name] + argv)
+
+    header = (f"magpie benchmark summary — {info['date']}\n"
+              f"machine: {info['cpu']} ({info['nproc']} cores, {info['host']}, Linux {info['kernel']})\n"
+              f"compiler: {info['cxx_version']}   git: {info['git']}   sizes: {scale}\n"
+              f"command: {info['command']}\n"
+              f"load average at start/end: {info['loadavg_at_start'][0]:.2f} / {info['loadavg_at_end'][0]:.2f}"
+              f"   duration: {total / 60:.1f} min\n"
+              f"median of {args.reps} reps (+{args.warmup} warm-up; fewer, never < 3, when one rep "
+              f"takes over {args.max_seconds / args.reps:.1f} s); spread = ±(max−min)/2 of the median; "
+              f"T_s = serial projection; ratios are to {BASELINE} at the same P (lower is better for magpie)\n")
+    print()
+    print(header)
+    print(table)
+    print()
+    print(fits)
+
+    with open(outdir / "results.json", "w") as f:
+        json.dump({"machine": info, "rows": rows}, f, indent=1)
+    fields = ["problem", "size", "runtime", "workers", "median_s", "min_s", "max_s", "spread", "reps",
+              "speedup", "efficiency", "maxrss_kib", "ratio_time", "ratio_rss", "check", "answer",
+              "loops_per_s", "nominal_efficiency", "times", "note", "command"]
+    with open(outdir / "results.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({**r, "times": " ".join(f"{t:.6g}" for t in r.get("times", []))})
+    (outdir / "summary.txt").write_text(header + "\n" + table + "\n\n" + fits + "\n")
+    plots = [] if args.no_plots else plot(rows, outdir, f"magpie bench ({info['compiler']}, {scale} sizes)")
+
+    latest = Path(args.results) / "latest"
+    try:
+        if latest.is_symlink() or latest.is_file():
+            latest.unlink()
+        elif latest.is_dir():
+            shutil.rmtree(latest)
+        latest.symlink_to(stamp)
+    except OSError:
+        shutil.copytree(outdir, latest)
+    print(f"\nresults: {outdir} (also {latest}): results.csv, results.json, summary.txt"
+          + (", " + ", ".join(plots) if plots else ""))
+    if failures:
+        print(f"\nFAIL: {len(failures)} measurement(s) failed:")
+        for f in failures:
+            print("  " + f)
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
