@@ -11,7 +11,7 @@
 
 namespace magpie::core::detail {
 
-std::coroutine_handle<> final_transfer(frame_base *f) noexcept;
+MAGPIE_FORCEINLINE std::coroutine_handle<> final_transfer(frame_base *f) noexcept;
 
 /// A forked child finished and found its parent's continuation gone from the deque: the parent
 /// was stolen. Arrive at the parent's join; resume it if we are the last to arrive.
@@ -72,8 +72,19 @@ inline std::coroutine_handle<> continue_after_handoff(context *ctx) noexcept {
   return std::noop_coroutine();
 }
 
+/// The rare work before a frame dies: a child's exception nobody joined is passed up, and stack
+/// arrays unwound while the task was stolen are freed (the task owns its chain again).
+MAGPIE_NOINLINE inline void settle_before_destroy(frame_base *f, context *ctx) noexcept {
+  if (f->has_exception()) {
+    f->m_parent->store_exception(f->take_exception());
+  }
+  if (f->m_deferred != nullptr) {
+    f->release_deferred(ctx->stack());
+  }
+}
+
 /// Destroys a finished task's frame and continues with whatever comes next on this worker.
-inline std::coroutine_handle<> final_transfer(frame_base *f) noexcept {
+MAGPIE_FORCEINLINE std::coroutine_handle<> final_transfer(frame_base *f) noexcept {
   MAGPIE_ASSERT(!f->m_unjoined,
                 "a magpie task returned with forked children it never joined: add "
                 "`co_await magpie::join();` before co_return");
@@ -83,11 +94,8 @@ inline std::coroutine_handle<> final_transfer(frame_base *f) noexcept {
   context *const ctx = f->m_ctx;
   frame_base *const parent = f->m_parent;
   frame_kind const kind = f->m_kind;
-  if (f->has_exception()) [[unlikely]] {
-    parent->store_exception(f->take_exception()); // a child's exception nobody joined: pass it up
-  }
-  if (f->m_deferred != nullptr) [[unlikely]] {
-    f->release_deferred(ctx->stack()); // stack arrays unwound while the task was stolen
+  if (f->has_exception() || f->m_deferred != nullptr) [[unlikely]] {
+    settle_before_destroy(f, ctx);
   }
   if (f->m_trivial_frame) [[likely]] {
     // At the final suspend point only the promise and the parameter copies are alive, and both
