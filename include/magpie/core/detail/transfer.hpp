@@ -9,9 +9,17 @@
 #include "magpie/core/context.hpp"
 #include "magpie/core/frame.hpp"
 
+// GCC inlines the hot path into each task's coroutine (its budget needs the nudge); Clang does
+// better calling it (measured with callgrind on fib: instructions per task).
+#if defined(__clang__)
+#  define MAGPIE_FINAL_INLINE inline
+#else
+#  define MAGPIE_FINAL_INLINE MAGPIE_FORCEINLINE
+#endif
+
 namespace magpie::core::detail {
 
-MAGPIE_FORCEINLINE std::coroutine_handle<> final_transfer(frame_base *f) noexcept;
+MAGPIE_FINAL_INLINE std::coroutine_handle<> final_transfer(frame_base *f) noexcept;
 
 /// A forked child finished and found its parent's continuation gone from the deque: the parent
 /// was stolen. Arrive at the parent's join; resume it if we are the last to arrive.
@@ -84,7 +92,7 @@ MAGPIE_NOINLINE inline void settle_before_destroy(frame_base *f, context *ctx) n
 }
 
 /// Destroys a finished task's frame and continues with whatever comes next on this worker.
-MAGPIE_FORCEINLINE std::coroutine_handle<> final_transfer(frame_base *f) noexcept {
+MAGPIE_FINAL_INLINE std::coroutine_handle<> final_transfer(frame_base *f) noexcept {
   MAGPIE_ASSERT(!f->m_unjoined,
                 "a magpie task returned with forked children it never joined: add "
                 "`co_await magpie::join();` before co_return");
