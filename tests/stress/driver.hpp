@@ -10,6 +10,7 @@
 //      after destruction) happened;
 //   4. destroys the scheduler and checks that every stacklet came back exactly once.
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -132,6 +133,7 @@ struct any_scheduler {
 
   std::unique_ptr<magpie::inline_scheduler> inline_sched;
   std::unique_ptr<magpie::pool> pool;
+  std::size_t pool_programs = 0; ///< programs run before this scheduler was created
 };
 
 inline std::string where(batch_config const &c, std::uint64_t seed) {
@@ -151,17 +153,33 @@ inline batch_result run_batch(batch_config const &c) {
   {
     lifetime::stacklet_ledger ledger;
     {
-      detail::any_scheduler sched(c.kind, c.workers);
+      auto sched = std::make_unique<detail::any_scheduler>(c.kind, c.workers);
       if (c.fault_per_million != 0) {
         ledger.fail_randomly(c.fault_per_million, 0, c.first_seed);
       }
-      bool const with_resume = sched.pool != nullptr;
+      bool const with_resume = sched->pool != nullptr;
       for (std::uint64_t seed = c.first_seed; r.programs < c.max_programs; ++seed) {
         if (r.programs >= c.min_programs && clock::now() >= deadline) {
           break;
         }
+        if (c.fault_per_million != 0 && r.programs != 0 && r.programs % 16 == 0 &&
+            sched->pool_programs != r.programs) {
+          // A warm stack rarely grows (its stacklets are cached): start over with cold ones so
+          // that allocation failures keep coming. Faults are off while threads start and stop.
+          ledger.disarm();
+          r.steals += sched->steals();
+          sched = std::make_unique<detail::any_scheduler>(c.kind, c.workers);
+          sched->pool_programs = r.programs;
+          ledger.fail_randomly(c.fault_per_million, 0, seed);
+        }
         program p = make_program(seed, with_resume);
-        p.spanning_arrays = c.fault_per_million == 0;
+        if (c.fault_per_million != 0) {
+          p.spanning_arrays = false; // see program.hpp: an injected throw inside a scope would free them
+          if (!p.spine) {
+            p.alloc_pct = std::max(p.alloc_pct, 40u);
+            p.big_alloc_pct = std::max(p.big_alloc_pct, 15u); // grow stacks often: more allocations to fail
+          }
+        }
         expectation e;
         if (!evaluate(p, e, c.max_nodes)) {
           ++r.skipped;
@@ -169,7 +187,7 @@ inline batch_result run_batch(batch_config const &c) {
         }
         long const live_before = lifetime::live();
         std::size_t const injected_before = ledger.injected();
-        outcome o = sched.run(p);
+        outcome o = sched->run(p);
         bool const faults = ledger.injected() != injected_before;
         ++r.programs;
         r.tasks += o.nodes;
@@ -198,8 +216,9 @@ inline batch_result run_batch(batch_config const &c) {
       }
       ledger.disarm();
       r.injected = ledger.injected();
-      r.steals = sched.steals();
-    } // the scheduler is destroyed: every stacklet must be back
+      r.steals += sched->steals();
+      sched.reset(); // every stacklet must be back
+    }
     if (ledger.live() != 0) {
       r.failures.push_back(detail::where(c, c.first_seed) + std::to_string(ledger.live()) +
                            " stacklets leaked after the scheduler was destroyed");
