@@ -1,0 +1,207 @@
+// tests/stress/memory_bound_test.cpp — the stack-memory bound M_P ≤ (2c+3)·P·M_1 (the libfork
+// paper's Theorem 2), measured on fib, on a deep chain, and on an adversarial tree that forces
+// steals of deep tasks, at P = 1…8.
+//
+// Definitions (what is measured and what c is):
+//
+//   s0   = the first stacklet of a chain, header included (core::stack::initial_capacity +
+//          sizeof(core::stacklet): 16 KiB today). Later stacklets double: 2·s0, 4·s0, …
+//   M_P  = the peak, over one sync_wait, of the bytes of all live stacklets in the process
+//          (core::get_stack_stats().bytes_peak after core::reset_stack_peak()), with a P-worker
+//          busy_pool that is the only scheduler alive. It counts every chain: the workers' current
+//          stacks, their cached spares, and the chains handed to suspended tasks; headers included.
+//          M_1 is the same with one worker.
+//   f    = a lower bound on any task frame: sizeof(core::frame_base) plus the coroutine's two
+//          resume/destroy pointers, rounded up to the stack's 16-byte alignment.
+//   c    = 3·⌈s0/f⌉ + 9, the per-chain over-allocation constant of magpie's geometric stacks for
+//          programs whose frames are at most s0/8 (all programs here):
+//
+//   (1) A chain (a worker's stack, or one handed to a suspended task) whose live allocations total
+//       L bytes occupies at most 3·s0 + 9·L bytes: if only its first stacklet is in use, that
+//       stacklet plus the one cached above it (2·s0) make 3·s0; otherwise every stacklet below the
+//       top is at least 7/8 full (an allocation ≤ s0/8 did not fit), each stacklet is twice the
+//       one below, and at most one empty stacklet is cached above the top, so the chain is at most
+//       (1 + 2 + 4)·(8/7)·(1 + h/(s0 − h))·L < 9·L, h = 64 being a stacklet header.
+//   (2) A chain with L > 0 holds at least one frame, so L ≥ f and 3·s0 ≤ 3⌈s0/f⌉·L: such a chain
+//       is at most c·L. Empty chains are a worker's current stack or its spare: at most 2P of
+//       them, at most 3·s0 each.
+//   (3) Busy leaves (Blumofe–Leiserson, for fully strict programs with work-first stealing): the
+//       live frames of a P-worker run total at most P·S_1, S_1 being the serial run's peak of live
+//       frame bytes; S_1 ≤ M_1 and s0 ≤ M_1.
+//   Hence M_P ≤ c·P·S_1 + 6·P·s0 ≤ (c + 6)·P·M_1 ≤ (2c+3)·P·M_1 (as c ≥ 3).
+//
+// The ⌈s0/f⌉ term is not slack in the proof: a steal starts a new chain, whose first stacklet may
+// hold a single frame, so a program that is stolen at every level of a deep spine (the adversarial
+// test below) has one s0 stacklet per level where the serial run has one frame per level. The test
+// prints the measured ratio M_P/(P·M_1) for every program and P.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "magpie/magpie.hpp"
+
+namespace {
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr bool sanitized = true;
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+constexpr bool sanitized = true;
+#  else
+constexpr bool sanitized = false;
+#  endif
+#else
+constexpr bool sanitized = false;
+#endif
+
+using magpie::core::frame_base;
+using magpie::core::stack;
+using magpie::core::stacklet;
+
+constexpr std::size_t s0 = stack::initial_capacity + sizeof(stacklet);
+constexpr std::size_t f_min = stack::round_up(sizeof(frame_base) + 2 * sizeof(void *));
+constexpr std::size_t c = 3 * ((s0 + f_min - 1) / f_min) + 9;
+constexpr double bound = 2.0 * c + 3;
+
+static_assert(s0 >= 4096 && sizeof(stacklet) == 64, "the derivation above assumes 64-byte headers on >= 4 KiB stacklets");
+
+// ---------------------------------------------------------------------------------------------
+// The programs.
+
+magpie::task<long> fib(int n) {
+  if (n < 2) {
+    co_return n;
+  }
+  long a = 0;
+  long b = 0;
+  co_await magpie::fork(&a, fib, n - 1);
+  co_await magpie::call(&b, fib, n - 2);
+  co_await magpie::join();
+  co_return a + b;
+}
+
+/// A chain of `depth` forks: deep, with nothing to steal but the spine itself.
+magpie::task<long> chain(int depth) {
+  if (depth == 0) {
+    co_return 0;
+  }
+  long r = 0;
+  co_await magpie::fork(&r, chain, depth - 1);
+  co_await magpie::join();
+  co_return r + 1;
+}
+
+/// The adversarial spine: at every level, fork a leaf that waits until the level's continuation
+/// has been stolen (so a thief takes every level: deep tasks are stolen and every steal starts a
+/// new chain), then call the next level. `stolen[level]` is set by the continuation.
+struct spine_state {
+  std::vector<std::atomic<bool>> stolen;
+  bool wait = false; // only with more than one worker
+  explicit spine_state(int depth) : stolen(static_cast<std::size_t>(depth) + 1) {}
+};
+
+magpie::task<long> waiting_leaf(spine_state *s, int level) {
+  if (s->wait) {
+    auto const give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+    while (!s->stolen[static_cast<std::size_t>(level)].load(std::memory_order_acquire) &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::yield();
+    }
+  }
+  co_return 1;
+}
+
+magpie::task<long> spine(spine_state *s, int level) {
+  if (level == 0) {
+    co_return 0;
+  }
+  long a = 0;
+  long b = 0;
+  co_await magpie::fork(&a, waiting_leaf, s, level);
+  s->stolen[static_cast<std::size_t>(level)].store(true, std::memory_order_release);
+  co_await magpie::call(&b, spine, s, level - 1);
+  co_await magpie::join();
+  co_return a + b;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurement.
+
+struct measurement {
+  std::size_t peak = 0;
+  std::uint64_t steals = 0;
+};
+
+template <typename Run>
+measurement measure(std::size_t workers, Run run) {
+  measurement m;
+  auto const live_before = magpie::core::get_stack_stats().bytes_live;
+  {
+    magpie::busy_pool pool(workers);
+    magpie::core::reset_stack_peak();
+    run(pool);
+    m.peak = magpie::core::get_stack_stats().bytes_peak - live_before;
+    for (auto const &s : pool.stats()) {
+      m.steals += s.steals;
+    }
+  }
+  EXPECT_EQ(magpie::core::get_stack_stats().bytes_live, live_before) << "stacklets outlived the pool";
+  return m;
+}
+
+template <typename Run>
+void check_bound(char const *name, Run run) {
+  measurement const one = measure(1, run);
+  ASSERT_GT(one.peak, 0u);
+  std::printf("  %s: M_1 = %zu bytes; c = %zu (s0 = %zu, f = %zu), bound 2c+3 = %.0f\n", name, one.peak, c, s0,
+              f_min, bound);
+  double worst = 0;
+  for (std::size_t p = 1; p <= 8; ++p) {
+    measurement const mp = measure(p, run);
+    double const ratio = static_cast<double>(mp.peak) / (static_cast<double>(p) * static_cast<double>(one.peak));
+    worst = std::max(worst, ratio);
+    std::printf("    P=%zu  M_P = %9zu bytes  steals = %7llu  M_P/(P*M_1) = %6.2f\n", p, mp.peak,
+                static_cast<unsigned long long>(mp.steals), ratio);
+    EXPECT_LE(ratio, bound) << name << " at P=" << p << ": M_P = " << mp.peak << ", M_1 = " << one.peak;
+  }
+  std::printf("    worst ratio %.2f (bound %.0f)\n", worst, bound);
+  std::fflush(stdout);
+}
+
+TEST(memory_bound, Fib) {
+  int const n = sanitized ? 20 : 27;
+  check_bound("fib", [n](magpie::pool &pool) {
+    long const r = magpie::sync_wait(pool, fib, n);
+    long a = 0, b = 1;
+    for (int i = 0; i < n; ++i) {
+      b = a + b;
+      a = b - a;
+    }
+    EXPECT_EQ(r, a);
+  });
+}
+
+TEST(memory_bound, DeepChain) {
+  int const depth = sanitized ? 3000 : 20000;
+  check_bound("deep chain", [depth](magpie::pool &pool) { EXPECT_EQ(magpie::sync_wait(pool, chain, depth), depth); });
+}
+
+TEST(memory_bound, AdversarialStolenSpine) {
+  int const depth = sanitized ? 60 : 200;
+  check_bound("adversarial spine", [depth](magpie::pool &pool) {
+    spine_state s(depth);
+    s.wait = pool.size() > 1;
+    EXPECT_EQ(magpie::sync_wait(pool, spine, &s, depth), depth);
+  });
+}
+
+} // namespace
