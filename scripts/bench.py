@@ -83,6 +83,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--results", default=str(ROOT / "results"), help="results root (default: results/)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds before one process is killed")
     p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--no-micro", action="store_true",
+                   help="skip the microbenchmarks (micro_fib_overhead, micro_magpie) run after the suite")
     return p.parse_args(argv)
 
 
@@ -511,6 +513,20 @@ def main(argv: list[str]) -> int:
     (outdir / "summary.txt").write_text(header + "\n" + table + "\n\n" + fits + "\n")
     plots = [] if args.no_plots else plot(rows, outdir, f"magpie bench ({info['compiler']}, {scale} sizes)")
 
+    if not args.no_micro and not only:
+        micro_lines = []
+        for name in ["micro_fib_overhead", "micro_magpie"]:
+            exe = bindir / name
+            if not exe.exists():
+                continue
+            print(f"\nmicrobenchmarks: {name}", flush=True)
+            res = run_process([str(exe)], 600)
+            text = res["stdout"] + ("" if res["rc"] == 0 else f"\n(exit status {res['rc']})\n" + res["stderr"])
+            micro_lines.append(f"== {name}\n{text}")
+            print(text.rstrip())
+        if micro_lines:
+            (outdir / "micro.txt").write_text("\n".join(micro_lines))
+
     latest = Path(args.results) / "latest"
     try:
         if latest.is_symlink() or latest.is_file():
@@ -521,6 +537,7 @@ def main(argv: list[str]) -> int:
     except OSError:
         shutil.copytree(outdir, latest)
     print(f"\nresults: {outdir} (also {latest}): results.csv, results.json, summary.txt"
+          + (", micro.txt" if (outdir / "micro.txt").exists() else "")
           + (", " + ", ".join(plots) if plots else ""))
     if failures:
         print(f"\nFAIL: {len(failures)} measurement(s) failed:")

@@ -20,7 +20,7 @@ struct size {
 };
 
 inline constexpr size sizes[] = {
-    {"default", 2'000, 1e-9},
+    {"default", 1'000, 1e-9}, // ~16 M calls
     {"paper", 10'000, 1e-9}, // 350,009,975 calls, max depth 32
     {"small", 100, 1e-9},
 };
