@@ -174,7 +174,6 @@ inline batch_result run_batch(batch_config const &c) {
         }
         program p = make_program(seed, with_resume);
         if (c.fault_per_million != 0) {
-          p.spanning_arrays = false; // see program.hpp: an injected throw inside a scope would free them
           if (!p.spine) {
             p.alloc_pct = std::max(p.alloc_pct, 40u);
             p.big_alloc_pct = std::max(p.big_alloc_pct, 15u); // grow stacks often: more allocations to fail

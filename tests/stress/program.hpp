@@ -27,15 +27,19 @@
 //  * resume_on (pools only) moves a node to worker hash % P and is checked to land there. It does
 //    not change values.
 //
-// Restrictions the generator respects, each because of a library limitation found by this suite
-// (see docs/guarantees.md, "Known limitations"):
-//  * resume_on only in nodes reached from the root through `call` edges only: a task that
-//    suspends while a continuation of its ancestors is still in its worker's deque breaks the
-//    pool's strand invariant (I1 in docs/protocols.md).
-//  * a node that throws inside a scope keeps everything its children write (their return slots) in
-//    its parameters, which live until the frame dies; its block-scope locals are destroyed by the
-//    unwinding while children may still run. And it holds no "span" stack array, whose destructor
-//    would run inside the scope.
+// Restrictions the generator respects, each because of a library limitation this suite found
+// (reproduced by known_bugs_test.cpp, described in docs/guarantees.md):
+//  * resume_on only in nodes with at most one `fork` edge on their path from the root: when a
+//    task suspends while two or more continuations of its ancestors are in its worker's deque,
+//    the worker takes only the newest as a self-steal; when that one suspends at its join, the
+//    strand ends with the older ones still queued (pool.cpp's I1 assertion aborts; without
+//    assertions a later pop returns a stale continuation).
+//  * a node that throws inside a scope keeps everything its children write (their return slots)
+//    in its parameters, which live until the frame dies: its block-scope locals are destroyed by
+//    the unwinding while children may still run (a documented limitation: README, protocols §4).
+// Two earlier restrictions were lifted when the library fixed what this suite found: resume_on
+// from any forked child (now a self-steal of the parent), and stack arrays alive across a scope
+// that throws (now freed once the task has its chain back).
 
 #include <algorithm>
 #include <array>
@@ -91,7 +95,7 @@ struct program {
   unsigned resume_pct = 0; ///< per resume_on site (pools only)
   unsigned leaf_work = 0;  ///< a leaf burns up to this many iterations (gives thieves time to steal)
   bool spine = false;      ///< deep program: child 0 of scope 0 never becomes a leaf early
-  bool spanning_arrays = true; ///< allow "span" arrays (off when allocation failures are injected)
+  bool spanning_arrays = true; ///< allow "span" arrays
 };
 
 /// Draws a program's knobs from its seed: bushy trees, deep spines, with or without faults.
@@ -174,7 +178,6 @@ inline node_shape shape_of(program const &p, std::uint64_t path, int depth, bool
   s.pre = array_length(r, p);
   s.post = array_length(r, p);
   s.scopes = r.percent(25) ? 2 + static_cast<int>(r.below(max_scopes - 1)) : 1;
-  bool throws_inside = false;
   for (int k = 0; k < s.scopes; ++k) {
     auto &sc = s.scope_list[static_cast<std::size_t>(k)];
     sc.children = 1 + static_cast<int>(r.below(static_cast<unsigned>(p.fanout)));
@@ -185,16 +188,15 @@ inline node_shape shape_of(program const &p, std::uint64_t path, int depth, bool
     }
     if (r.percent(p.throw_pct)) {
       sc.throw_at = static_cast<int>(r.below(static_cast<unsigned>(sc.children + 1)));
-      throws_inside = throws_inside || sc.throw_at > 0; // children 0..throw_at-1 are outstanding
     }
     sc.catches = r.percent(p.catch_pct);
     sc.resume_after = r.percent(p.resume_pct);
     sc.resume_target = static_cast<std::size_t>(r.next() >> 8);
   }
-  // A stack array alive across the scopes must not be destroyed by an exception thrown inside
-  // one (its destructor would free it inside the scope, on whichever stack runs the task).
+  // A stack array alive across the scopes: if the node throws inside a scope whose continuation
+  // was stolen, the library must defer freeing it until the task has its chain back.
   std::size_t const span = array_length(r, p);
-  s.span = (p.spanning_arrays && !throws_inside) ? span : 0;
+  s.span = p.spanning_arrays ? span : 0;
   return s;
 }
 
@@ -363,8 +365,8 @@ static_assert(max_children == 4);
 
 /// One node. `token` carries the node's own path (an argument checked on arrival); `slots` is
 /// the return-value storage for its children.
-inline magpie::task<value_t> node(run_env *env, std::uint64_t path, int depth, bool on_spine,
-                                  bool call_path, value_t token, slot_array slots) {
+inline magpie::task<value_t> node(run_env *env, std::uint64_t path, int depth, bool on_spine, int forks_on_path,
+                                  value_t token, slot_array slots) {
   if (token.value() != path) {
     env->fail("a task argument arrived corrupted");
   }
@@ -382,8 +384,9 @@ inline magpie::task<value_t> node(run_env *env, std::uint64_t path, int depth, b
   if (s.throw_before) {
     throw tracked_error(path);
   }
-  std::size_t const workers = env->pool != nullptr ? env->pool->size() : 0;
-  if (s.resume_first && call_path && workers != 0) {
+  // resume_on only with at most one forked ancestor: see the restrictions at the top.
+  std::size_t const workers = env->pool != nullptr && forks_on_path <= 1 ? env->pool->size() : 0;
+  if (s.resume_first && workers != 0) {
     std::size_t const target = s.resume_target % workers;
     co_await magpie::resume_on(*env->pool, target);
     env->resumes.fetch_add(1, std::memory_order_relaxed);
@@ -418,9 +421,10 @@ inline magpie::task<value_t> node(run_env *env, std::uint64_t path, int depth, b
       bool const spine_child = on_spine && k == 0 && i == 0;
       value_t *slot = &slots[static_cast<std::size_t>(i)];
       if ((sc.forked >> i) & 1u) {
-        co_await magpie::fork(slot, node, env, cp, depth + 1, spine_child, false, value_t{cp}, slot_array{});
+        co_await magpie::fork(slot, node, env, cp, depth + 1, spine_child, forks_on_path + 1, value_t{cp},
+                              slot_array{});
       } else {
-        co_await magpie::call(slot, node, env, cp, depth + 1, spine_child, call_path, value_t{cp},
+        co_await magpie::call(slot, node, env, cp, depth + 1, spine_child, forks_on_path, value_t{cp},
                               slot_array{});
       }
     }
@@ -443,7 +447,7 @@ inline magpie::task<value_t> node(run_env *env, std::uint64_t path, int depth, b
       }
       v = v * fold_k + folded;
     }
-    if (sc.resume_after && call_path && workers != 0) {
+    if (sc.resume_after && workers != 0) {
       std::size_t const target = sc.resume_target % workers;
       co_await magpie::resume_on(*env->pool, target);
       env->resumes.fetch_add(1, std::memory_order_relaxed);
@@ -495,7 +499,7 @@ outcome run(Scheduler &s, magpie::pool *pool, program const &p) {
   outcome out;
   std::uint64_t const rp = root_path(p);
   try {
-    value_t v = magpie::sync_wait(s, node, &env, rp, 0, true, true, value_t{rp}, slot_array{});
+    value_t v = magpie::sync_wait(s, node, &env, rp, 0, true, 0, value_t{rp}, slot_array{});
     out.value = v.value();
   } catch (tracked_error const &e) {
     out.threw = out.threw_tracked = true;
