@@ -64,6 +64,7 @@ RUNTIMES: dict[str, tuple[str, list[str], set[str] | None]] = {
 }
 DEFAULT_RUNTIMES = ["serial", "magpie-lazy", "magpie-busy", "magpie*-lazy", "tbb", "omp"]
 BASELINE = "magpie-lazy"  # the "ratio" column compares with this runtime
+NOISE_CORES = 0.15  # other processes using more than this many cores during a measurement: noisy
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -92,9 +93,21 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 # Running one measurement
 
 
+def busy_cpu_seconds() -> float | None:
+    """CPU seconds spent busy by the whole machine so far (all cores), from /proc/stat."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return None
+    user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def run_process(cmd: list[str], timeout: float, env: dict[str, str] | None = None) -> dict:
-    """Runs cmd; returns stdout, stderr, exit status, wall time and the OS's peak RSS (KiB)."""
+    """Runs cmd; returns stdout, stderr, exit status, wall time, the OS's peak RSS (KiB) and how
+    many cores other processes kept busy meanwhile (a noise indicator)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        busy0 = busy_cpu_seconds()
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
         killed = threading.Event()
@@ -111,6 +124,11 @@ def run_process(cmd: list[str], timeout: float, env: dict[str, str] | None = Non
             timer.cancel()
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4, not by Popen
         wall = time.monotonic() - t0
+        busy1 = busy_cpu_seconds()
+        own = usage.ru_utime + usage.ru_stime
+        others = None
+        if busy0 is not None and busy1 is not None and wall > 0:
+            others = max(0.0, (busy1 - busy0 - own) / wall)
         out.seek(0)
         err.seek(0)
         return {
@@ -120,6 +138,7 @@ def run_process(cmd: list[str], timeout: float, env: dict[str, str] | None = Non
             "timed_out": killed.is_set(),
             "wall": wall,
             "maxrss_kib": usage.ru_maxrss,  # Linux: KiB
+            "other_cores": others,
         }
 
 
@@ -130,6 +149,7 @@ def measure(binary: Path, problem: str, size: str, runtime: str, workers: int, a
     res = run_process(cmd, args.timeout)
     row = {"problem": problem, "size": size, "runtime": runtime, "workers": workers,
            "maxrss_kib": res["maxrss_kib"], "process_wall_s": round(res["wall"], 3),
+           "other_cores": None if res["other_cores"] is None else round(res["other_cores"], 3),
            "command": " ".join(cmd)}
     result = None
     for line in res["stdout"].splitlines():
@@ -245,7 +265,7 @@ def summary_table(rows: list[dict]) -> str:
             f"{r['maxrss_kib'] / 1024:.1f}",
             f"{r['ratio_time']:.2f}" if r.get("ratio_time") is not None else "-",
             f"{r['ratio_rss']:.2f}" if r.get("ratio_rss") is not None else "-",
-            r.get("check", "?") + extra,
+            r.get("check", "?") + ("*" if (r.get("other_cores") or 0) > NOISE_CORES else "") + extra,
         ])
     widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h) for i, h in enumerate(head)]
     out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)),
@@ -474,8 +494,10 @@ def main(argv: list[str]) -> int:
         rows.append(row)
         med = fmt_time(row.get("median_s"))
         spread = f"±{row['spread'] * 50:.1f}%" if "spread" in row else ""
+        noisy = row.get("other_cores") is not None and row["other_cores"] > NOISE_CORES
         print(f" {med:>10} {spread:>7} {row['maxrss_kib'] / 1024:7.1f} MiB  {row.get('check', '?')}"
-              + (f"  {row.get('note', '')}" if row.get("check") == "FAIL" else ""), flush=True)
+              + (f"  {row.get('note', '')}" if row.get("check") == "FAIL" else "")
+              + (f"  [busy machine: others used {row['other_cores']:.2f} cores]" if noisy else ""), flush=True)
     total = time.monotonic() - t_start
 
     rows, failures = analyse(rows)
@@ -494,6 +516,12 @@ def main(argv: list[str]) -> int:
               f"median of {args.reps} reps (+{args.warmup} warm-up; fewer, never < 3, when one rep "
               f"takes over {args.max_seconds / args.reps:.1f} s); spread = ±(max−min)/2 of the median; "
               f"T_s = serial projection; ratios are to {BASELINE} at the same P (lower is better for magpie)\n")
+    noisy = [r for r in rows if r.get("other_cores") is not None and r["other_cores"] > NOISE_CORES]
+    if noisy:
+        header += (f"WARNING: {len(noisy)} of {len(rows)} measurements ran while other processes kept more "
+                   f"than {NOISE_CORES} cores busy (marked * in the table): their times are not reliable\n")
+    else:
+        header += f"noise check: no other process used more than {NOISE_CORES} cores during any measurement\n"
     print()
     print(header)
     print(table)
@@ -502,7 +530,7 @@ def main(argv: list[str]) -> int:
 
     with open(outdir / "results.json", "w") as f:
         json.dump({"machine": info, "rows": rows}, f, indent=1)
-    fields = ["problem", "size", "runtime", "workers", "median_s", "min_s", "max_s", "spread", "reps",
+    fields = ["problem", "size", "runtime", "workers", "median_s", "min_s", "max_s", "spread", "reps", "other_cores",
               "speedup", "efficiency", "maxrss_kib", "ratio_time", "ratio_rss", "check", "answer",
               "loops_per_s", "nominal_efficiency", "times", "note", "command"]
     with open(outdir / "results.csv", "w", newline="") as f:
@@ -520,7 +548,7 @@ def main(argv: list[str]) -> int:
             if not exe.exists():
                 continue
             print(f"\nmicrobenchmarks: {name}", flush=True)
-            res = run_process([str(exe)], 600)
+            res = run_process([str(exe), "--benchmark_color=false"], 600)
             text = res["stdout"] + ("" if res["rc"] == 0 else f"\n(exit status {res['rc']})\n" + res["stderr"])
             micro_lines.append(f"== {name}\n{text}")
             print(text.rstrip())
