@@ -164,7 +164,7 @@ struct join_awaitable {
     return false;
   }
 
-  bool await_suspend(std::coroutine_handle<>) const noexcept {
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> self) const noexcept {
     frame_base *f = m_frame;
     context *ctx = f->m_ctx;
     std::uint32_t const share = frame_base::join_init - f->m_steals;
@@ -174,10 +174,12 @@ struct join_awaitable {
     if (f->m_joins.fetch_sub(share, std::memory_order_acq_rel) == share) {
       ctx->adopt_stack(f->m_stack);
       f->m_stack = nullptr;
-      return false; // everyone had arrived: continue at once
+      return self; // everyone had arrived: continue at once
     }
-    // Point of no return: the last child resumes the task on its own worker. Touch nothing.
-    return true;
+    // Point of no return: the last child resumes the task on its own worker. Touch nothing of
+    // it. If we ran it as a self-stolen continuation (after a resume_on below it), older
+    // continuations may still be in our deque: carry on with them before going idle.
+    return continue_after_handoff(ctx);
   }
 
   void await_resume() const {

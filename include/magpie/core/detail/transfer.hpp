@@ -21,6 +21,19 @@ namespace magpie::core::detail {
 
 MAGPIE_FINAL_INLINE std::coroutine_handle<> final_transfer(frame_base *f) noexcept;
 
+/// For awaitables that suspend a task elsewhere (resume_on, and later futures, mutexes, timers):
+/// call after the task has released its chain into `m_stack` and been published to whoever
+/// resumes it. The worker must not end its strand with continuations left in its deque (I1 in
+/// docs/protocols.md): it takes the bottom one, the suspended task's parent or an ancestor, as
+/// if it had stolen it, so that the task's eventual completion arrives at that parent's join.
+inline std::coroutine_handle<> continue_after_handoff(context *ctx) noexcept {
+  if (auto popped = ctx->tasks().pop()) {
+    ++popped.value->m_steals; // we are its runner now, exactly as a thief would be
+    return popped.value->m_handle;
+  }
+  return std::noop_coroutine();
+}
+
 /// A forked child finished and found its parent's continuation gone from the deque: the parent
 /// was stolen. Arrive at the parent's join; resume it if we are the last to arrive.
 MAGPIE_NOINLINE inline std::coroutine_handle<> arrive_at_stolen_parent(context *ctx,
@@ -54,10 +67,13 @@ MAGPIE_NOINLINE inline std::coroutine_handle<> arrive_at_stolen_parent(context *
 /// or returned without joining): wait for the children before completing.
 MAGPIE_NOINLINE inline std::coroutine_handle<> final_join(frame_base *f) noexcept {
   std::uint32_t const share = frame_base::join_init - f->m_steals;
+  context *const f_ctx = f->m_ctx;
   f->m_at_final = true;
   // acq_rel: as in join (see join_awaitable::await_suspend).
   if (f->m_joins.fetch_sub(share, std::memory_order_acq_rel) != share) {
-    return std::noop_coroutine(); // the last child completes us; do not touch f
+    // The last child completes us; do not touch f. Older continuations may be in our deque (f
+    // ran self-stolen): carry on with them.
+    return continue_after_handoff(f_ctx);
   }
   f->m_at_final = false;
   f->m_ctx->adopt_stack(f->m_stack);
@@ -65,19 +81,6 @@ MAGPIE_NOINLINE inline std::coroutine_handle<> final_join(frame_base *f) noexcep
   f->m_steals = 0;
   f->m_joins.store(frame_base::join_init, std::memory_order_relaxed); // sole owner now
   return final_transfer(f);
-}
-
-/// For awaitables that suspend a task elsewhere (resume_on, and later futures, mutexes, timers):
-/// call after the task has released its chain into `m_stack` and been published to whoever
-/// resumes it. The worker must not end its strand with continuations left in its deque (I1 in
-/// docs/protocols.md): it takes the bottom one, the suspended task's parent or an ancestor, as
-/// if it had stolen it, so that the task's eventual completion arrives at that parent's join.
-inline std::coroutine_handle<> continue_after_handoff(context *ctx) noexcept {
-  if (auto popped = ctx->tasks().pop()) {
-    ++popped.value->m_steals; // we are its runner now, exactly as a thief would be
-    return popped.value->m_handle;
-  }
-  return std::noop_coroutine();
 }
 
 /// The rare work before a frame dies: a child's exception nobody joined is passed up, and stack
