@@ -92,7 +92,7 @@ TEST_P(stress, AllocationFailuresLoseNothing) {
   c.first_seed = first_seed(GetParam(), 1);
   c.seconds = env_double("MAGPIE_STRESS_SECONDS", 0.6) / 2;
   c.max_programs = 100000;
-  c.min_programs = 8;
+  c.min_programs = 64;           // four cold restarts of the scheduler at least (driver.hpp)
   c.fault_per_million = 150000; // 15% of stacklet allocations fail
   batch_result const r = magpie::stress::run_batch(c);
   report(r);
