@@ -83,6 +83,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--build-dir", default="", help="default: build/bench or build/bench-clang")
     p.add_argument("--results", default=str(ROOT / "results"), help="results root (default: results/)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds before one process is killed")
+    p.add_argument("--retry-noisy", type=int, default=0, metavar="N",
+                   help="re-run a measurement up to N times while other processes kept more than "
+                        f"{0.15} cores busy during it; the quietest run is kept (default 0)")
+    p.add_argument("--wait-quiet", type=float, default=0.0, metavar="S",
+                   help="before each measurement, wait up to S seconds for the machine to be idle "
+                        "(for shared machines; default 0: do not wait)")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--no-micro", action="store_true",
                    help="skip the microbenchmarks (micro_fib_overhead, micro_magpie) run after the suite")
@@ -140,6 +146,19 @@ def run_process(cmd: list[str], timeout: float, env: dict[str, str] | None = Non
             "maxrss_kib": usage.ru_maxrss,  # Linux: KiB
             "other_cores": others,
         }
+
+
+def wait_quiet(limit: float) -> float:
+    """Waits (up to `limit` seconds) until the whole machine is idle for one second; returns the
+    seconds waited."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit:
+        b0 = busy_cpu_seconds()
+        time.sleep(1.0)
+        b1 = busy_cpu_seconds()
+        if b0 is None or b1 is None or b1 - b0 <= NOISE_CORES * 1.0:
+            break
+    return time.monotonic() - t0
 
 
 def measure(binary: Path, problem: str, size: str, runtime: str, workers: int, args) -> dict:
@@ -490,7 +509,16 @@ def main(argv: list[str]) -> int:
         eta = elapsed / (i - 1) * (len(plan) - i + 1) if i > 1 else 0
         print(f"[{i:3}/{len(plan)} {elapsed / 60:4.1f} min, ~{eta / 60:.1f} min left] {label:42}",
               end="", flush=True)
+        if args.wait_quiet > 0:
+            wait_quiet(args.wait_quiet)
         row = measure(binary, problem, size, rt, p, args)
+        for _ in range(args.retry_noisy):
+            if (row.get("other_cores") or 0) <= NOISE_CORES or row.get("check") == "FAIL":
+                break
+            wait_quiet(max(args.wait_quiet, 2.0))
+            again = measure(binary, problem, size, rt, p, args)
+            if (again.get("other_cores") or 0) < (row.get("other_cores") or 0) or again.get("check") == "FAIL":
+                row = again
         rows.append(row)
         med = fmt_time(row.get("median_s"))
         spread = f"±{row['spread'] * 50:.1f}%" if "spread" in row else ""
