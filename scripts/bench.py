@@ -576,8 +576,12 @@ def main(argv: list[str]) -> int:
             if not exe.exists():
                 continue
             print(f"\nmicrobenchmarks: {name}", flush=True)
+            if args.wait_quiet > 0:
+                wait_quiet(args.wait_quiet)
             res = run_process([str(exe), "--benchmark_color=false"], 600)
             text = res["stdout"] + ("" if res["rc"] == 0 else f"\n(exit status {res['rc']})\n" + res["stderr"])
+            if (res.get("other_cores") or 0) > NOISE_CORES:
+                text += f"\nWARNING: other processes kept {res['other_cores']:.2f} cores busy during this run\n"
             micro_lines.append(f"== {name}\n{text}")
             print(text.rstrip())
         if micro_lines:
