@@ -65,17 +65,14 @@ TEST(known_bugs, ResumeOnFromAForkedChild) {
   }
 }
 
-// 1b. OPEN: the same with two or more forked ancestors in the deque.
+// 1b. The same with two or more forked ancestors in the deque.
 //
-// continue_after_handoff takes only the newest continuation (the parent, `mid` below). When that
-// task then suspends at its own join (its child has moved away, so it is not the last to arrive),
-// join_awaitable::await_suspend returns `true` and the strand ends with the older continuation
-// (`top`) still in the deque: I1 aborts (pool.cpp, "a worker's strand ended with frames or
-// continuations left behind"). Without assertions the moved child later pops `top` as if it were
-// its parent and resumes `mid` directly: the 1-worker pool hangs. Suggested fix: every place where
-// a task suspends without handing control to another (join_awaitable::await_suspend when not last,
-// final_join when not last, and resume_on) should return continue_after_handoff(ctx) — read `ctx`
-// before the decrement — so that a worker drains its deque, self-stealing, before its strand ends.
+// FIXED (a59c037), regression test. continue_after_handoff took only the newest continuation (the
+// parent, `mid` below); when that task then suspended at its own join (its child had moved away,
+// so it was not the last to arrive), the strand ended with the older continuation (`top`) still in
+// the deque: I1 aborted, and without assertions the 1-worker pool hung (the moved child later
+// popped `top` as if it were its parent). Now a task suspending at a join or final join also
+// continues with the older self-stolen continuations.
 
 magpie::task<int> mover(magpie::pool *p) {
   co_await magpie::resume_on(*p, 0);
@@ -97,9 +94,6 @@ magpie::task<int> top(magpie::pool *p) {
 }
 
 TEST(known_bugs, ResumeOnBelowTwoForkedAncestors) {
-  MAGPIE_SKIP_KNOWN_BUG("resume_on with two forked ancestors in the deque: the self-stolen parent suspends "
-                        "at its join and the strand ends with the grandparent queued (I1 abort; hang "
-                        "without assertions); see docs/guarantees.md");
   for (std::size_t workers : {1, 2}) {
     magpie::busy_pool pool(workers);
     for (int i = 0; i < 100; ++i) {

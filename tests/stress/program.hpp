@@ -27,19 +27,13 @@
 //  * resume_on (pools only) moves a node to worker hash % P and is checked to land there. It does
 //    not change values.
 //
-// Restrictions the generator respects, each because of a library limitation this suite found
-// (reproduced by known_bugs_test.cpp, described in docs/guarantees.md):
-//  * resume_on only in nodes with at most one `fork` edge on their path from the root: when a
-//    task suspends while two or more continuations of its ancestors are in its worker's deque,
-//    the worker takes only the newest as a self-steal; when that one suspends at its join, the
-//    strand ends with the older ones still queued (pool.cpp's I1 assertion aborts; without
-//    assertions a later pop returns a stale continuation).
-//  * a node that throws inside a scope keeps everything its children write (their return slots)
-//    in its parameters, which live until the frame dies: its block-scope locals are destroyed by
-//    the unwinding while children may still run (a documented limitation: README, protocols §4).
-// Two earlier restrictions were lifted when the library fixed what this suite found: resume_on
-// from any forked child (now a self-steal of the parent), and stack arrays alive across a scope
-// that throws (now freed once the task has its chain back).
+// One restriction the generator respects, because of a documented limitation of the library
+// (README, docs/protocols.md §4; reproduced by known_bugs_test.cpp): a node that throws inside a
+// scope keeps everything its children write (their return slots) in its parameters, which live
+// until the frame dies; its block-scope locals are destroyed by the unwinding while children may
+// still run. Earlier versions of the generator had three more restrictions, each lifted when the
+// library fixed the bug this suite found: resume_on only from tasks reached through `call` edges,
+// then only with at most one forked ancestor; and no stack array alive across a scope that throws.
 
 #include <algorithm>
 #include <array>
@@ -384,8 +378,8 @@ inline magpie::task<value_t> node(run_env *env, std::uint64_t path, int depth, b
   if (s.throw_before) {
     throw tracked_error(path);
   }
-  // resume_on only with at most one forked ancestor: see the restrictions at the top.
-  std::size_t const workers = env->pool != nullptr && forks_on_path <= 1 ? env->pool->size() : 0;
+  std::size_t const workers = env->pool != nullptr ? env->pool->size() : 0;
+  (void)forks_on_path; // kept for debugging: how deep below forks a resume_on happens
   if (s.resume_first && workers != 0) {
     std::size_t const target = s.resume_target % workers;
     co_await magpie::resume_on(*env->pool, target);
