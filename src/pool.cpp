@@ -48,7 +48,8 @@ struct worker {
   worker(pool const *owner, std::size_t index) : ctx(owner, index), random(index + 1) {}
 
   core::context ctx;
-  job_queue queue;
+  job_queue pinned; // jobs for this worker only (resume_on)
+  job_queue roots;  // roots: this worker takes them first, idle thieves may take them too
   std::atomic<bool> idle{false}; // a hint for choosing where to submit roots
   std::condition_variable cv;    // with pool::m_sleep_mutex
   bool asleep = false;           // guarded by pool::m_sleep_mutex
@@ -128,11 +129,12 @@ std::size_t pool::choose_worker() noexcept {
   std::size_t const start = m_next_root.fetch_add(1, std::memory_order_relaxed) % n; // no edge
   for (std::size_t k = 0; k < n; ++k) {
     std::size_t const i = (start + k) % n;
-    if (m_workers[i]->idle.load(std::memory_order_relaxed)) { // a hint only
+    // A hint only; claiming it (exchange) steers the next submitter elsewhere.
+    if (m_workers[i]->idle.exchange(false, std::memory_order_relaxed)) {
       return i;
     }
   }
-  return start;
+  return start; // all busy: any will do, and idle thieves take roots from busy workers
 }
 
 void pool::submit_root(job *j) {
@@ -143,7 +145,9 @@ void pool::submit_root(job *j) {
     }
     ++m_inflight;
   }
-  submit_to(choose_worker(), j);
+  std::size_t const index = choose_worker();
+  m_workers[index]->roots.push(j); // seq_cst: before the sleepers check in wake()
+  wake(index);
 }
 
 void pool::finish_root() noexcept {
@@ -154,7 +158,7 @@ void pool::finish_root() noexcept {
 }
 
 void pool::submit_to(std::size_t index, job *j) noexcept {
-  m_workers[index]->queue.push(j); // seq_cst: before the sleepers check below
+  m_workers[index]->pinned.push(j); // seq_cst: before the sleepers check in wake()
   wake(index);
 }
 
@@ -206,11 +210,7 @@ void pool::become_thief() noexcept {
   m_active.fetch_sub(1, std::memory_order_seq_cst);  // no thief on our account
 }
 
-bool pool::run_jobs(detail::worker &w) {
-  job *j = w.queue.take_all();
-  if (j == nullptr) {
-    return false;
-  }
+void pool::run_batch(detail::worker &w, job *j) {
   w.idle.store(false, std::memory_order_relaxed); // a hint for choose_worker(): no edge
   become_active();
   while (j != nullptr) {
@@ -222,6 +222,30 @@ bool pool::run_jobs(detail::worker &w) {
     j = next;
   }
   become_thief();
+}
+
+bool pool::run_jobs(detail::worker &w) {
+  if (job *pinned = w.pinned.take_all()) {
+    run_batch(w, pinned);
+    return true;
+  }
+  return run_one_root(w, w.roots);
+}
+
+bool pool::run_one_root(detail::worker &w, job_queue &from) {
+  job *j = from.take_all();
+  if (j == nullptr) {
+    return false;
+  }
+  // Run the oldest; give the rest back to our own queue, where idle thieves can still take them
+  // while this one runs (a long root must not hold short ones hostage).
+  for (job *rest = j->m_next; rest != nullptr;) {
+    job *next = rest->m_next;
+    w.roots.push(rest);
+    rest = next;
+  }
+  j->m_next = nullptr;
+  run_batch(w, j);
   return true;
 }
 
@@ -234,6 +258,9 @@ bool pool::try_steal(detail::worker &w) {
   victim += victim >= w.ctx.index() ? 1 : 0;
   auto stolen = m_workers[victim]->ctx.thief().steal();
   if (!stolen) {
+    if (stolen.status == core::steal_status::empty && run_one_root(w, m_workers[victim]->roots)) {
+      return true; // the victim is busy with something else: we start its queued root
+    }
     w.ctx.bump(core::counter::steal_fails);
     return false;
   }
@@ -252,11 +279,12 @@ bool pool::try_steal(detail::worker &w) {
 }
 
 bool pool::work_visible(detail::worker const &w) const noexcept {
-  if (!w.queue.empty()) {
+  if (!w.pinned.empty()) {
     return true;
   }
   for (auto const &other : m_workers) {
-    if (!other->ctx.tasks().empty()) { // seq_cst loads: a hint, but a fresh one
+    // seq_cst loads: hints, but fresh ones (see protocols §6)
+    if (!other->ctx.tasks().empty() || !other->roots.empty()) {
       return true;
     }
   }

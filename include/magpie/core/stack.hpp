@@ -137,7 +137,7 @@ private:
   stacklet *m_next = nullptr; // a cached empty segment above, or null
   std::size_t m_capacity;    // usable bytes after the header
   std::byte *m_saved_sp;     // the bump pointer, valid while this is not the top of a live stack
-  std::byte m_pad[64 - 4 * sizeof(void *)]; // 64-byte header: the data starts cache-aligned
+  [[maybe_unused]] std::byte m_pad[64 - 4 * sizeof(void *)]; // 64-byte header: the data starts cache-aligned
 };
 
 static_assert(sizeof(stacklet) == 64);

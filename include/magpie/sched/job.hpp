@@ -14,8 +14,8 @@ struct job {
   void (*m_run)(job *self, core::context &worker) = nullptr;
 };
 
-/// A multi-producer queue of jobs whose single consumer takes everything at once (so there is no
-/// ABA problem: no node is ever popped alone by a racing consumer). Jobs come out in FIFO order.
+/// A multi-producer queue of jobs whose consumers take everything at once (so there is no ABA
+/// problem: no node is ever popped alone by racing consumers). Jobs come out in FIFO order.
 class job_queue {
 public:
   /// Any thread.
@@ -29,7 +29,7 @@ public:
     }
   }
 
-  /// Consumer only. Takes every queued job, oldest first, or null.
+  /// Any thread. Takes every queued job, oldest first, or null.
   job *take_all() noexcept {
     if (m_head.load(std::memory_order_relaxed) == nullptr) { // cheap look; the exchange syncs
       return nullptr;

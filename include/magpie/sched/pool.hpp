@@ -1,8 +1,9 @@
 #pragma once
 // magpie/sched/pool.hpp — thread pools of work-stealing workers: busy_pool and lazy_pool.
 //
-// Each worker owns a Chase–Lev deque of stealable continuations and a multi-producer queue of
-// submitted jobs (roots from sync_wait, tasks moved with resume_on). There is no global queue.
+// Each worker owns a Chase–Lev deque of stealable continuations and two multi-producer queues of
+// submitted jobs: roots from sync_wait (which an idle worker may take from a busy one) and tasks
+// moved to it with resume_on (which only it runs). There is no global queue.
 //
 // busy_pool: idle workers keep stealing (lowest latency; burns idle cores).
 // lazy_pool: idle workers sleep; while any worker runs tasks at least one stays awake to steal,
@@ -81,6 +82,8 @@ private:
   void run(detail::worker &w);
   bool try_steal(detail::worker &w);
   bool run_jobs(detail::worker &w);
+  bool run_one_root(detail::worker &w, job_queue &from);
+  void run_batch(detail::worker &w, job *j);
   void idle(detail::worker &w);
   bool work_visible(detail::worker const &w) const noexcept;
   void wake(std::size_t index) noexcept;
