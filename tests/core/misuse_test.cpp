@@ -1,0 +1,105 @@
+// Misuse that the type system cannot catch is diagnosed at run time (debug assertions, and
+// always-on checks), with a message that says what to do. These are death tests: each runs the
+// misuse in a child process and matches the message.
+
+#include <gtest/gtest.h>
+
+#include "common/test_support.hpp"
+
+#if !MAGPIE_DEBUG
+#  error "the misuse tests need magpie's debug assertions (build with the dev presets)"
+#endif
+
+namespace {
+
+using namespace magpie::test;
+using magpie::call;
+using magpie::fork;
+using magpie::join;
+using magpie::stack_alloc;
+using magpie::task;
+
+class misuse : public ::testing::Test {
+protected:
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+};
+
+task<long> forgets_to_join(int n) {
+  long a = 0;
+  co_await fork(&a, fib, n);
+  co_return a; // missing co_await join()
+}
+
+TEST_F(misuse, returning_with_unjoined_children_on_the_inline_scheduler) {
+  EXPECT_DEATH(
+      {
+        magpie::inline_scheduler s;
+        (void)magpie::sync_wait(s, forgets_to_join, 5);
+      },
+      "never joined.*co_await magpie::join\\(\\)");
+}
+
+TEST_F(misuse, returning_with_unjoined_children_on_a_pool) {
+  EXPECT_DEATH(
+      {
+        magpie::lazy_pool p(2);
+        (void)magpie::sync_wait(p, forgets_to_join, 10);
+      },
+      "never joined");
+}
+
+TEST_F(misuse, calling_an_async_function_outside_a_worker) {
+  EXPECT_DEATH({ auto t = fib(3); }, "outside a worker.*sync_wait");
+}
+
+task<long> creates_but_never_starts() {
+  {
+    auto t = fib(3); // created on our stack, never passed to fork/call
+  }
+  co_return 0;
+}
+
+TEST_F(misuse, creating_a_task_without_starting_it) {
+  EXPECT_DEATH(
+      {
+        magpie::inline_scheduler s;
+        (void)magpie::sync_wait(s, creates_but_never_starts);
+      },
+      "never started.*magpie::fork/call/sync_wait");
+}
+
+task<long> stack_alloc_inside_scope() {
+  co_await fork(fib, 3);
+  auto a = co_await stack_alloc<int>(16); // inside the fork–join scope
+  co_await join();
+  co_return static_cast<long>(a.size());
+}
+
+TEST_F(misuse, stack_alloc_inside_a_fork_join_scope) {
+  EXPECT_DEATH(
+      {
+        magpie::inline_scheduler s;
+        (void)magpie::sync_wait(s, stack_alloc_inside_scope);
+      },
+      "stack_alloc inside a fork-join scope");
+}
+
+task<long> stack_array_dies_inside_scope() {
+  {
+    auto a = co_await stack_alloc<int>(16);
+    co_await fork(fib, 3);
+  } // `a` freed before the join
+  co_await join();
+  co_return 0;
+}
+
+TEST_F(misuse, stack_array_freed_inside_a_fork_join_scope) {
+  EXPECT_DEATH(
+      {
+        magpie::inline_scheduler s;
+        (void)magpie::sync_wait(s, stack_array_dies_inside_scope);
+      },
+      "stack_array was freed inside a fork-join scope");
+}
+
+} // namespace
