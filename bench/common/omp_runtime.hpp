@@ -36,10 +36,7 @@ inline char const *omp_library() noexcept {
 
 class omp_runtime {
 public:
-  explicit omp_runtime(options const &o) {
-    omp_set_dynamic(0);
-    omp_set_num_threads(static_cast<int>(o.workers));
-  }
+  explicit omp_runtime(options const &o) : m_workers(static_cast<int>(o.workers)) { omp_set_dynamic(0); }
 
   char const *name() const noexcept { return "omp"; }
 
@@ -47,13 +44,21 @@ public:
   auto run(Fn &&fn) {
     using result_t = std::invoke_result_t<Fn &>;
     result_t out{};
-#pragma omp parallel
+    // num_threads on the construct, not omp_set_num_threads(): the ICV set by the latter belongs
+    // to the calling thread, and the harness measures on a thread of its own (which would get
+    // the default team size, nproc, whatever --workers said).
+#pragma omp parallel num_threads(m_workers)
     {
 #pragma omp single
       { out = fn(); }
     }
     return out;
   }
+
+  int workers() const noexcept { return m_workers; }
+
+private:
+  int m_workers;
 };
 
 } // namespace bench
