@@ -22,68 +22,10 @@
 
 #include "magpie/magpie.hpp"
 
+#include "common/watchdog.hpp"
+#include "common/workloads.hpp"
+
 namespace magpie::test {
-
-// ---------------------------------------------------------------------------------------------
-// Build flavour: sanitizers slow everything down 5–20×; the suite keeps the same shapes but
-// smaller sizes there so that a whole preset stays well under three minutes on two cores.
-
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-inline constexpr bool sanitized = true;
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-inline constexpr bool sanitized = true;
-#  else
-inline constexpr bool sanitized = false;
-#  endif
-#else
-inline constexpr bool sanitized = false;
-#endif
-
-/// `normal` in plain builds, `small` under sanitizers.
-constexpr int scaled(int normal, int small) noexcept { return sanitized ? small : normal; }
-
-// ---------------------------------------------------------------------------------------------
-// Watchdog: a bug that hangs (a lost wake-up, a join that never completes) must fail the test
-// rather than stall CI until ctest's own timeout. The thread aborts the process with a message.
-
-class watchdog {
-public:
-  explicit watchdog(std::string what, std::chrono::seconds limit = default_limit())
-      : m_what(std::move(what)), m_thread([this, limit] { watch(limit); }) {}
-  watchdog(watchdog const &) = delete;
-  watchdog &operator=(watchdog const &) = delete;
-  ~watchdog() {
-    {
-      std::lock_guard lock(m_mutex);
-      m_done = true;
-    }
-    m_cv.notify_one();
-    m_thread.join();
-  }
-
-  static std::chrono::seconds default_limit() noexcept {
-    return std::chrono::seconds(sanitized ? 150 : 60);
-  }
-
-private:
-  void watch(std::chrono::seconds limit) {
-    std::unique_lock lock(m_mutex);
-    if (!m_cv.wait_for(lock, limit, [&] { return m_done; })) {
-      std::fprintf(stderr, "\nmagpie test watchdog: `%s` did not finish within %lld s (a hang: lost "
-                           "wake-up or a join that never completes?); aborting\n",
-                   m_what.c_str(), static_cast<long long>(limit.count()));
-      std::fflush(stderr);
-      std::abort();
-    }
-  }
-
-  std::string m_what;
-  std::mutex m_mutex;
-  std::condition_variable m_cv;
-  bool m_done = false;
-  std::thread m_thread; // last: starts after the other members exist
-};
 
 /// The name of the running gtest test, for watchdog messages.
 inline std::string current_test_name() {
@@ -223,20 +165,6 @@ protected:
 
 // ---------------------------------------------------------------------------------------------
 // Reference workloads used by several tests.
-
-inline long serial_fib(int n) { return n < 2 ? n : serial_fib(n - 1) + serial_fib(n - 2); }
-
-inline magpie::task<long> fib(int n) {
-  if (n < 2) {
-    co_return n;
-  }
-  long a = 0;
-  long b = 0;
-  co_await magpie::fork(&a, fib, n - 1);
-  co_await magpie::call(&b, fib, n - 2);
-  co_await magpie::join();
-  co_return a + b;
-}
 
 /// A fib size that takes a few milliseconds in this build.
 inline int const fib_n = scaled(23, 20);

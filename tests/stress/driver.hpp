@@ -25,6 +25,8 @@
 
 #include "common/lifetime.hpp"
 #include "magpie/magpie.hpp"
+
+#include "common/watchdog.hpp"
 #include "stress/program.hpp"
 
 namespace magpie::stress {
@@ -68,38 +70,8 @@ struct batch_result {
   std::vector<std::string> failures; ///< one line each, with the seed to reproduce it
 };
 
-/// Aborts the process with a message if not destroyed within `limit`: a hang (a lost wake-up, a
-/// join that never completes) must fail loudly, not stall until ctest's timeout.
-class watchdog {
-public:
-  watchdog(std::string what, std::chrono::seconds limit)
-      : m_what(std::move(what)), m_thread([this, limit] {
-          std::unique_lock lock(m_mutex);
-          if (!m_cv.wait_for(lock, limit, [&] { return m_done; })) {
-            std::fprintf(stderr, "\nmagpie stress watchdog: %s did not finish in %lld s: aborting\n",
-                         m_what.c_str(), static_cast<long long>(limit.count()));
-            std::fflush(stderr);
-            std::abort();
-          }
-        }) {}
-  watchdog(watchdog const &) = delete;
-  watchdog &operator=(watchdog const &) = delete;
-  ~watchdog() {
-    {
-      std::lock_guard lock(m_mutex);
-      m_done = true;
-    }
-    m_cv.notify_one();
-    m_thread.join();
-  }
-
-private:
-  std::string m_what;
-  std::mutex m_mutex;
-  std::condition_variable m_cv;
-  bool m_done = false;
-  std::thread m_thread; // last: starts once the members above exist
-};
+/// The shared watchdog (tests/common/watchdog.hpp): a hang fails loudly.
+using watchdog = magpie::test::watchdog;
 
 namespace detail {
 

@@ -47,6 +47,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/workloads.hpp"
 #include "magpie/magpie.hpp"
 
 namespace {
@@ -77,17 +78,7 @@ static_assert(s0 >= 4096 && sizeof(stacklet) == 64, "the derivation above assume
 // ---------------------------------------------------------------------------------------------
 // The programs.
 
-magpie::task<long> fib(int n) {
-  if (n < 2) {
-    co_return n;
-  }
-  long a = 0;
-  long b = 0;
-  co_await magpie::fork(&a, fib, n - 1);
-  co_await magpie::call(&b, fib, n - 2);
-  co_await magpie::join();
-  co_return a + b;
-}
+using magpie::test::fib; // tests/common/workloads.hpp
 
 /// A chain of `depth` forks: deep, with nothing to steal but the spine itself.
 magpie::task<long> chain(int depth) {

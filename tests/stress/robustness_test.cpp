@@ -24,6 +24,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/workloads.hpp"
 #include "common/lifetime.hpp"
 #include "magpie/magpie.hpp"
 
@@ -68,17 +69,7 @@ struct scheduler {
   std::unique_ptr<magpie::pool> pool;
 };
 
-magpie::task<long> fib(int n) {
-  if (n < 2) {
-    co_return n;
-  }
-  long a = 0;
-  long b = 0;
-  co_await magpie::fork(&a, fib, n - 1);
-  co_await magpie::call(&b, fib, n - 2);
-  co_await magpie::join();
-  co_return a + b;
-}
+using magpie::test::fib; // tests/common/workloads.hpp
 constexpr long fib_of(int n) { return n < 2 ? n : fib_of(n - 1) + fib_of(n - 2); }
 
 class robustness : public ::testing::TestWithParam<param> {
