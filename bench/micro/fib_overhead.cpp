@@ -5,6 +5,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <map>
 #include <string>
@@ -88,6 +90,9 @@ BENCHMARK(BM_fib_busy1)->Arg(n_fib)->Unit(benchmark::kMillisecond)->UseRealTime(
 /// Collects each run's real time per iteration, to print ns/call and T_1/T_s at the end.
 class ratio_reporter : public benchmark::ConsoleReporter {
 public:
+  /// Colours only on a terminal (the runner saves this output to a file).
+  ratio_reporter() : ConsoleReporter(isatty(1) ? OO_Defaults : OO_Tabular) {}
+
   void ReportRuns(std::vector<Run> const &runs) override {
     for (auto const &r : runs) {
       if (r.run_type == Run::RT_Iteration && r.iterations > 0) {
