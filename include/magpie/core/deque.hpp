@@ -6,9 +6,9 @@
 // steal. The protocol and its proof sketch are in docs/protocols.md ("The deque").
 //
 // Memory orders follow Lê, Pop, Cohen and Zappa Nardelli (PPoPP 2013). Their two seq_cst fences
-// become an asymmetric pair on Linux (detail/fence.hpp: a compiler barrier in the owner's pop, a
-// membarrier in the rare steal that finds work), or seq_cst operations on `bottom` and `top`
-// under ThreadSanitizer, which models those but not fences.
+// become seq_cst operations on `bottom` and `top` (which ThreadSanitizer models, unlike fences),
+// or, opt-in on Linux, an asymmetric pair (detail/fence.hpp: a compiler barrier in the owner's
+// pop, a membarrier in the rare steal that finds work).
 
 #include <atomic>
 #include <cstddef>
