@@ -203,7 +203,8 @@ def measure(binary: Path, problem: str, size: str, runtime: str, workers: int, a
 
 
 def fit_power(ps: list[float], ys: list[float]) -> tuple[float, float, float] | None:
-    """Least-squares fit of y ≈ a + b·P^n over a grid of n (closed form for a, b at each n)."""
+    """Least-squares fit of y ≈ a + b·P^n with a, b ≥ 0, over a grid of n (closed form for a and b
+    at each n; a bound that binds is clamped to 0 and the other coefficient refitted)."""
     if len(set(ps)) < 3:
         return None
     best = None
@@ -216,8 +217,12 @@ def fit_power(ps: list[float], ys: list[float]) -> tuple[float, float, float] | 
             continue
         b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
         a = my - b * mx
+        if b < 0:
+            a, b = my, 0.0
+        elif a < 0:
+            a, b = 0.0, sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
         sse = sum((a + b * x - y) ** 2 for x, y in zip(xs, ys))
-        if best is None or sse < best[3]:
+        if best is None or sse < best[3] - 1e-12:
             best = (a, b, n, sse)
     return None if best is None else best[:3]
 
@@ -345,7 +350,7 @@ def plot(rows: list[dict], outdir: Path, title: str) -> list[str]:
     nrows = math.ceil(len(keys) / cols)
     written = []
     for kind, ylabel, fname in [("time", "wall time [s] (median, min–max)", "time.png"),
-                                ("efficiency", "efficiency T_s / (P·T_P)", "efficiency.png"),
+                                ("efficiency", "efficiency T_s / (P·T_P) (needs the serial runtime)", "efficiency.png"),
                                 ("memory", "peak RSS [MiB]", "memory.png")]:
         fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.4 * nrows), squeeze=False)
         for ax, key in zip(axes.flat, keys):
@@ -393,8 +398,9 @@ def plot(rows: list[dict], outdir: Path, title: str) -> list[str]:
         for ax in axes.flat:
             for h, l in zip(*ax.get_legend_handles_labels()):
                 handles.setdefault(l, h)
-        fig.legend(list(handles.values()), list(handles.keys()), loc="lower center",
-                   ncol=min(7, len(handles)), fontsize=9, frameon=False)
+        if handles:
+            fig.legend(list(handles.values()), list(handles.keys()), loc="lower center",
+                       ncol=min(7, len(handles)), fontsize=9, frameon=False)
         fig.suptitle(f"{title}: {kind}", fontsize=11)
         fig.tight_layout(rect=(0, 0.05, 1, 0.97))
         fig.savefig(outdir / fname, dpi=110)
@@ -567,7 +573,12 @@ def main(argv: list[str]) -> int:
         for r in rows:
             w.writerow({**r, "times": " ".join(f"{t:.6g}" for t in r.get("times", []))})
     (outdir / "summary.txt").write_text(header + "\n" + table + "\n\n" + fits + "\n")
-    plots = [] if args.no_plots else plot(rows, outdir, f"magpie bench ({info['compiler']}, {scale} sizes)")
+    plots = []
+    if not args.no_plots:
+        try:
+            plots = plot(rows, outdir, f"magpie bench ({info['compiler']}, {scale} sizes)")
+        except Exception as e:  # a plotting problem must not lose the measurements
+            print(f"warning: plotting failed ({e!r}); the CSV/JSON results are complete")
 
     if not args.no_micro and not only:
         micro_lines = []
