@@ -10,6 +10,14 @@ presets=("$@")
 if ((${#presets[@]} == 0)); then presets=(dev dev-clang asan-ubsan tsan); fi
 jobs=$(nproc)
 passed=0 failed=0 failed_presets=()
+
+# Formatting is part of the contract (.clang-format): one check, before any build.
+echo "=== magpie tests: clang-format ==="
+if git ls-files '*.hpp' '*.cpp' | xargs clang-format-16 --dry-run -Werror; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)) failed_presets+=(clang-format)
+fi
 for preset in "${presets[@]}"; do
   echo "=== magpie tests: preset $preset ==="
   extra=()

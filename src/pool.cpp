@@ -100,7 +100,8 @@ pool::~pool() {
     m_closing.store(true, std::memory_order_release); // new submissions now throw pool_closed
     m_inflight_cv.wait(lock, [&] { return m_inflight == 0; });
   }
-  m_stop.store(true, std::memory_order_seq_cst); // read by workers; sleepers re-check under the lock
+  m_stop.store(true,
+               std::memory_order_seq_cst); // read by workers; sleepers re-check under the lock
   {
     std::lock_guard lock(m_sleep_mutex); // a sleeper checks m_stop under this lock
     for (auto &w : m_workers) {
@@ -306,8 +307,8 @@ void pool::idle(detail::worker &w) {
   // Leave the thieves. If we were the last one while some worker runs tasks, stay: that worker's
   // deque may fill, and nobody else would look.
   if (m_thieves.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-      m_active.load(std::memory_order_seq_cst) > 0) { // seq_cst: the counters' total order
-    m_thieves.fetch_add(1, std::memory_order_seq_cst);  // back to being a thief
+      m_active.load(std::memory_order_seq_cst) > 0) {  // seq_cst: the counters' total order
+    m_thieves.fetch_add(1, std::memory_order_seq_cst); // back to being a thief
     std::this_thread::yield();
     return;
   }

@@ -181,7 +181,9 @@ int measure(options const &o, std::string_view problem, std::string_view runtime
   for (auto const &v : verdicts) {
     if (v.kind == verdict::fail || v.answer != verdicts.front().answer) {
       failed = true;
-      note = v.kind == verdict::fail ? v.note : "repetitions disagree: " + v.answer + " vs " + verdicts.front().answer;
+      note = v.kind == verdict::fail
+                 ? v.note
+                 : "repetitions disagree: " + v.answer + " vs " + verdicts.front().answer;
     }
     unref = unref || v.kind == verdict::unref;
   }
@@ -223,8 +225,8 @@ int measure(options const &o, std::string_view problem, std::string_view runtime
 
 /// Exits with a message when a size name is unknown.
 [[noreturn]] inline void unknown_size(std::string_view problem, std::string const &size) {
-  std::fprintf(stderr, "%.*s: unknown size '%s'\n", static_cast<int>(problem.size()), problem.data(),
-               size.c_str());
+  std::fprintf(stderr, "%.*s: unknown size '%s'\n", static_cast<int>(problem.size()),
+               problem.data(), size.c_str());
   std::exit(2);
 }
 

@@ -36,7 +36,9 @@ inline char const *omp_library() noexcept {
 
 class omp_runtime {
 public:
-  explicit omp_runtime(options const &o) : m_workers(static_cast<int>(o.workers)) { omp_set_dynamic(0); }
+  explicit omp_runtime(options const &o) : m_workers(static_cast<int>(o.workers)) {
+    omp_set_dynamic(0);
+  }
 
   char const *name() const noexcept { return "omp"; }
 

@@ -106,14 +106,16 @@ int main(int argc, char **argv) {
   expect(hex(uts::sha1("abc", 3)) == "a9993e364706816aba3e25717850c26c9cd0d89d", "SHA1(\"abc\")");
   expect(hex(uts::sha1("", 0)) == "da39a3ee5e6b4b0d3255bfef95601890afd80709", "SHA1(\"\")");
   char const *two_blocks = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-  expect(hex(uts::sha1(two_blocks, std::strlen(two_blocks))) == "84983e441c3bd26ebaae4aa1f95129e5e54670f1",
+  expect(hex(uts::sha1(two_blocks, std::strlen(two_blocks))) ==
+             "84983e441c3bd26ebaae4aa1f95129e5e54670f1",
          "SHA1(448-bit message)");
   uts::tree const &t1 = uts::find("T1-paper");
   uts::tree r0 = t1;
   r0.r = 0;
   expect(hex(uts::root(r0).state) == hex(uts::sha1(std::string(20, '\0').data(), 20)),
          "UTS root r=0 = SHA1 of 20 zero bytes (6768033e...818f8f)");
-  expect(hex(uts::root(r0).state).rfind("6768033e", 0) == 0 && hex(uts::root(r0).state).ends_with("818f8f"),
+  expect(hex(uts::root(r0).state).rfind("6768033e", 0) == 0 &&
+             hex(uts::root(r0).state).ends_with("818f8f"),
          "UTS root r=0 prefix/suffix");
   uts::node const root = uts::root(t1);
   expect(hex(root.state) == "c6988ab70cc9559ae4d6cba254e29a845a85f86b", "UTS root r=19");
@@ -130,7 +132,8 @@ int main(int argc, char **argv) {
     expect(uts::check(visit(t, r), t).kind == bench::verdict::ok,
            std::string("UTS ") + name + " serial: " + uts::to_string(visit(t, r)));
     uts::result const m = magpie::sync_wait(pool, visit_magpie, &t, &r);
-    expect(uts::check(m, t).kind == bench::verdict::ok, std::string("UTS ") + name + " magpie: " + uts::to_string(m));
+    expect(uts::check(m, t).kind == bench::verdict::ok,
+           std::string("UTS ") + name + " magpie: " + uts::to_string(m));
   }
 
   // Zipf: N = 512 costs sum to 609,450 ns (mean 1,190 ns, CV 3.43).
@@ -154,12 +157,14 @@ int main(int argc, char **argv) {
   double const n = full ? 10'000 : 100;
   double const got = integ(0, integrate_problem::f(0), n, integrate_problem::f(n), 0, 1e-9, 0);
   expect(integrate_problem::check(got, {"x", n, 1e-9}).kind == bench::verdict::ok,
-         "integrate n=" + std::to_string(n) + ": " + std::to_string(integ_calls) + " calls, depth " +
-             std::to_string(integ_depth));
+         "integrate n=" + std::to_string(n) + ": " + std::to_string(integ_calls) +
+             " calls, depth " + std::to_string(integ_depth));
   if (full) {
-    expect(integ_calls == 350'009'975 && integ_depth == 32, "integrate n=10^4: 350,009,975 calls, depth 32");
+    expect(integ_calls == 350'009'975 && integ_depth == 32,
+           "integrate n=10^4: 350,009,975 calls, depth 32");
   }
 
-  std::printf("%s: %d failure(s)\n", failures == 0 ? "selftest passed" : "selftest FAILED", failures);
+  std::printf("%s: %d failure(s)\n", failures == 0 ? "selftest passed" : "selftest FAILED",
+              failures);
   return failures == 0 ? 0 : 1;
 }

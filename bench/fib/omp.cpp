@@ -21,7 +21,8 @@ int main(int argc, char **argv) {
   auto const o = bench::parse_options(argc, argv);
   auto const &z = fib_problem::find(o.size);
   bench::omp_runtime rt(o);
-  return bench::measure(o, fib_problem::name, rt.name(), [&] { return rt.run([&] { return fib(z.n); }); },
-                        [&](long r) { return fib_problem::check(r, z); },
-                        {{"omp_lib", bench::json_string(bench::omp_library())}});
+  return bench::measure(
+      o, fib_problem::name, rt.name(), [&] { return rt.run([&] { return fib(z.n); }); },
+      [&](long r) { return fib_problem::check(r, z); },
+      {{"omp_lib", bench::json_string(bench::omp_library())}});
 }

@@ -14,6 +14,7 @@ int main(int argc, char **argv) {
   auto const o = bench::parse_options(argc, argv);
   auto const &z = fib_problem::find(o.size);
   int volatile n = z.n; // not a compile-time constant
-  return bench::measure(o, fib_problem::name, "serial", [&] { return fib(n); },
-                        [&](long r) { return fib_problem::check(r, z); });
+  return bench::measure(
+      o, fib_problem::name, "serial", [&] { return fib(n); },
+      [&](long r) { return fib_problem::check(r, z); });
 }

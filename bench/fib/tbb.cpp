@@ -22,6 +22,7 @@ int main(int argc, char **argv) {
   auto const o = bench::parse_options(argc, argv);
   auto const &z = fib_problem::find(o.size);
   bench::tbb_runtime rt(o);
-  return bench::measure(o, fib_problem::name, rt.name(), [&] { return rt.run([&] { return fib(z.n); }); },
-                        [&](long r) { return fib_problem::check(r, z); });
+  return bench::measure(
+      o, fib_problem::name, rt.name(), [&] { return rt.run([&] { return fib(z.n); }); },
+      [&](long r) { return fib_problem::check(r, z); });
 }

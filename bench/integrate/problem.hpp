@@ -21,7 +21,7 @@ struct size {
 
 inline constexpr size sizes[] = {
     {"default", 1'000, 1e-9}, // ~16 M calls
-    {"paper", 10'000, 1e-9}, // 350,009,975 calls, max depth 32
+    {"paper", 10'000, 1e-9},  // 350,009,975 calls, max depth 32
     {"small", 100, 1e-9},
 };
 

@@ -5,7 +5,8 @@
 namespace {
 using matmul_problem::base;
 
-magpie::task<void> mm(float const *a, float const *b, float *r, std::size_t n, std::size_t s, bool add) {
+magpie::task<void> mm(float const *a, float const *b, float *r, std::size_t n, std::size_t s,
+                      bool add) {
   if (n <= base) {
     matmul_problem::base_case(a, b, r, s, add);
     co_return;

@@ -67,8 +67,12 @@ struct matrices {
   std::unique_ptr<float[]> a, b, r;
 };
 
-inline std::int64_t a_at(std::size_t n, std::size_t i, std::size_t j) { return static_cast<std::int64_t>((7 * (i * n + j) + 3) % 4); }
-inline std::int64_t b_at(std::size_t n, std::size_t i, std::size_t j) { return static_cast<std::int64_t>((5 * (i * n + j) + 1) % 4); }
+inline std::int64_t a_at(std::size_t n, std::size_t i, std::size_t j) {
+  return static_cast<std::int64_t>((7 * (i * n + j) + 3) % 4);
+}
+inline std::int64_t b_at(std::size_t n, std::size_t i, std::size_t j) {
+  return static_cast<std::int64_t>((5 * (i * n + j) + 1) % 4);
+}
 
 /// Checks R (then poisons it again, so that the next repetition must rewrite every entry); the
 /// answer printed is the exact sum of all entries.

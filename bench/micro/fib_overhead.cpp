@@ -45,7 +45,6 @@ double calls(int n) {
   return 2.0 * static_cast<double>(a) - 1.0; // 2·fib(n+1) − 1
 }
 
-
 void BM_fib_serial(benchmark::State &state) {
   int volatile n = static_cast<int>(state.range(0));
   for (auto _ : state) {
@@ -96,7 +95,8 @@ public:
   void ReportRuns(std::vector<Run> const &runs) override {
     for (auto const &r : runs) {
       if (r.run_type == Run::RT_Iteration && r.iterations > 0) {
-        m_ns[r.run_name.function_name] = r.real_accumulated_time * 1e9 / static_cast<double>(r.iterations);
+        m_ns[r.run_name.function_name] =
+            r.real_accumulated_time * 1e9 / static_cast<double>(r.iterations);
       }
     }
     ConsoleReporter::ReportRuns(runs);
@@ -109,11 +109,12 @@ public:
       return;
     }
     double const ts = it->second;
-    std::printf("\nfib(%d): %.0f calls; plain recursion T_s = %.3f ms = %.2f ns/call\n", n_fib, c, ts / 1e6, ts / c);
+    std::printf("\nfib(%d): %.0f calls; plain recursion T_s = %.3f ms = %.2f ns/call\n", n_fib, c,
+                ts / 1e6, ts / c);
     for (auto const &[name, ns] : m_ns) {
       if (name != "BM_fib_serial") {
-        std::printf("  %-14s T_1 = %8.3f ms = %6.2f ns/call   T_1/T_s = %5.1f\n", name.c_str(), ns / 1e6,
-                    ns / c, ns / ts);
+        std::printf("  %-14s T_1 = %8.3f ms = %6.2f ns/call   T_1/T_s = %5.1f\n", name.c_str(),
+                    ns / 1e6, ns / c, ns / ts);
       }
     }
   }

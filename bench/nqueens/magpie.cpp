@@ -30,6 +30,7 @@ int main(int argc, char **argv) {
   auto const o = bench::parse_options(argc, argv);
   auto const &z = nqueens_problem::find(o.size);
   bench::magpie_runtime rt(o);
-  return bench::measure(o, nqueens_problem::name, rt.name(), [&] { return rt.run(nq, z.n, 0, board{}); },
-                        [&](long r) { return nqueens_problem::check(r, z); });
+  return bench::measure(
+      o, nqueens_problem::name, rt.name(), [&] { return rt.run(nq, z.n, 0, board{}); },
+      [&](long r) { return nqueens_problem::check(r, z); });
 }

@@ -32,8 +32,9 @@ int main(int argc, char **argv) {
   auto const o = bench::parse_options(argc, argv);
   auto const &z = nqueens_problem::find(o.size);
   bench::omp_runtime rt(o);
-  return bench::measure(o, nqueens_problem::name, rt.name(),
-                        [&] { return rt.run([&] { return nq(z.n, 0, board{}); }); },
-                        [&](long r) { return nqueens_problem::check(r, z); },
-                        {{"omp_lib", bench::json_string(bench::omp_library())}});
+  return bench::measure(
+      o, nqueens_problem::name, rt.name(),
+      [&] { return rt.run([&] { return nq(z.n, 0, board{}); }); },
+      [&](long r) { return nqueens_problem::check(r, z); },
+      {{"omp_lib", bench::json_string(bench::omp_library())}});
 }

@@ -28,6 +28,7 @@ int main(int argc, char **argv) {
   auto const o = bench::parse_options(argc, argv);
   auto const &z = nqueens_problem::find(o.size);
   int volatile n = z.n;
-  return bench::measure(o, nqueens_problem::name, "serial", [&] { return nq(n, 0, board{}); },
-                        [&](long r) { return nqueens_problem::check(r, z); });
+  return bench::measure(
+      o, nqueens_problem::name, "serial", [&] { return nq(n, 0, board{}); },
+      [&](long r) { return nqueens_problem::check(r, z); });
 }

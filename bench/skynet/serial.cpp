@@ -19,6 +19,7 @@ int main(int argc, char **argv) {
   auto const o = bench::parse_options(argc, argv);
   auto const &z = skynet_problem::find(o.size);
   std::int64_t volatile l = skynet_problem::leaves(z.depth);
-  return bench::measure(o, skynet_problem::name, "serial", [&] { return skynet(0, l); },
-                        [&](std::int64_t r) { return skynet_problem::check(r, z); });
+  return bench::measure(
+      o, skynet_problem::name, "serial", [&] { return skynet(0, l); },
+      [&](std::int64_t r) { return skynet_problem::check(r, z); });
 }

@@ -50,7 +50,9 @@ int main(int argc, char **argv) {
   bench::magpie_runtime rt(o);
   auto const check = [&](uts::result const &r) { return uts::check(r, t); };
   if (o.star) {
-    return bench::measure(o, uts::problem_name, rt.name(), [&] { return rt.run(visit_star, &t, &root); }, check);
+    return bench::measure(
+        o, uts::problem_name, rt.name(), [&] { return rt.run(visit_star, &t, &root); }, check);
   }
-  return bench::measure(o, uts::problem_name, rt.name(), [&] { return rt.run(visit, &t, &root); }, check);
+  return bench::measure(
+      o, uts::problem_name, rt.name(), [&] { return rt.run(visit, &t, &root); }, check);
 }

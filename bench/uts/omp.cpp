@@ -30,7 +30,8 @@ int main(int argc, char **argv) {
   auto const &t = uts::find(o.size);
   uts::node const root = uts::root(t);
   bench::omp_runtime rt(o);
-  return bench::measure(o, uts::problem_name, rt.name(), [&] { return rt.run([&] { return visit(t, root); }); },
-                        [&](uts::result const &r) { return uts::check(r, t); },
-                        {{"omp_lib", bench::json_string(bench::omp_library())}});
+  return bench::measure(
+      o, uts::problem_name, rt.name(), [&] { return rt.run([&] { return visit(t, root); }); },
+      [&](uts::result const &r) { return uts::check(r, t); },
+      {{"omp_lib", bench::json_string(bench::omp_library())}});
 }

@@ -35,10 +35,10 @@ struct tree {
   char const *name;
   family kind;
   double b0;
-  int d;      ///< geometric: depth limit
-  double q;   ///< binomial: probability of having children
-  int m;      ///< binomial: number of children
-  int r;      ///< root seed
+  int d;                              ///< geometric: depth limit
+  double q;                           ///< binomial: probability of having children
+  int m;                              ///< binomial: number of children
+  int r;                              ///< root seed
   std::uint64_t nodes, leaves, depth; ///< reference, or 0 when none
 };
 

@@ -24,6 +24,7 @@ int main(int argc, char **argv) {
   auto const o = bench::parse_options(argc, argv);
   auto const &t = uts::find(o.size);
   uts::node const root = uts::root(t);
-  return bench::measure(o, uts::problem_name, "serial", [&] { return visit(t, root); },
-                        [&](uts::result const &r) { return uts::check(r, t); });
+  return bench::measure(
+      o, uts::problem_name, "serial", [&] { return visit(t, root); },
+      [&](uts::result const &r) { return uts::check(r, t); });
 }

@@ -7,17 +7,16 @@ int main(int argc, char **argv) {
   auto const o = bench::parse_options(argc, argv);
   omp_set_dynamic(0);
   int const workers = static_cast<int>(o.workers); // see omp_runtime.hpp: num_threads, not the ICV
-  return zipf::main_for(
-      argc, argv, "omp", o,
-      [&](zipf::loop const &lp, int count) {
-        auto const n = static_cast<long>(lp.ks.size());
+  return zipf::main_for(argc, argv, "omp", o,
+                        [&](zipf::loop const &lp, int count) {
+                          auto const n = static_cast<long>(lp.ks.size());
 #pragma omp parallel num_threads(workers)
-        for (int l = 0; l < count; ++l) {
+                          for (int l = 0; l < count; ++l) {
 #pragma omp for schedule(dynamic)
-          for (long i = 0; i < n; ++i) {
-            lp.body(static_cast<std::size_t>(i));
-          }
-        }
-      },
-      {{"omp_lib", bench::json_string(bench::omp_library())}});
+                            for (long i = 0; i < n; ++i) {
+                              lp.body(static_cast<std::size_t>(i));
+                            }
+                          }
+                        },
+                        {{"omp_lib", bench::json_string(bench::omp_library())}});
 }

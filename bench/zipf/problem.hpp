@@ -141,7 +141,7 @@ struct loop {
   std::vector<std::uint32_t> ks;
   std::vector<std::uint64_t> iters;
   mutable std::vector<std::uint64_t> out;
-  double nominal_ns = 0;              ///< Σ cost of one loop
+  double nominal_ns = 0;               ///< Σ cost of one loop
   std::uint64_t expected_per_loop = 0; ///< Σ k_i
 };
 
@@ -169,9 +169,10 @@ int main_for(int argc, char **argv, char const *runtime, bench::options const &o
         // The answer printed is per loop (the same in every rep); the check is on the total.
         std::uint64_t const want = done * lp.expected_per_loop;
         bool const ok = got == want;
-        return bench::verdict{ok ? bench::verdict::ok : bench::verdict::fail,
-                              std::to_string(got / (done == 0 ? 1 : done)),
-                              ok ? "" : "expected " + std::to_string(want) + " in total, got " + std::to_string(got)};
+        return bench::verdict{
+            ok ? bench::verdict::ok : bench::verdict::fail,
+            std::to_string(got / (done == 0 ? 1 : done)),
+            ok ? "" : "expected " + std::to_string(want) + " in total, got " + std::to_string(got)};
       },
       more);
 }

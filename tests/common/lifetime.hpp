@@ -85,8 +85,12 @@ template <typename T>
 class tracked {
 public:
   tracked() noexcept(noexcept(T{})) : m_value{} { born(); }
-  tracked(T v) noexcept(std::is_nothrow_move_constructible_v<T>) : m_value(std::move(v)) { born(); } // NOLINT: implicit on purpose
-  tracked(tracked const &o) : m_value((o.check("copy from a destroyed tracked"), o.m_value)) { born(); }
+  tracked(T v) noexcept(std::is_nothrow_move_constructible_v<T>) : m_value(std::move(v)) {
+    born();
+  } // NOLINT: implicit on purpose
+  tracked(tracked const &o) : m_value((o.check("copy from a destroyed tracked"), o.m_value)) {
+    born();
+  }
   tracked(tracked &&o) noexcept(std::is_nothrow_move_constructible_v<T>)
       : m_value((o.check("move from a destroyed tracked"), std::move(o.m_value))) {
     born();
@@ -148,7 +152,9 @@ public:
       : std::runtime_error("magpie test error " + std::to_string(id)), m_id(id) {
     counter().fetch_add(1);
   }
-  tracked_error(tracked_error const &o) : std::runtime_error(o), m_id(o.m_id) { counter().fetch_add(1); }
+  tracked_error(tracked_error const &o) : std::runtime_error(o), m_id(o.m_id) {
+    counter().fetch_add(1);
+  }
   tracked_error &operator=(tracked_error const &) = default;
   ~tracked_error() override { counter().fetch_sub(1); }
 
@@ -265,12 +271,20 @@ public:
     }
     return n;
   }
-  std::size_t allocations() const { return locked([](state &s) { return s.allocations; }); }
-  std::size_t deallocations() const { return locked([](state &s) { return s.deallocations; }); }
+  std::size_t allocations() const {
+    return locked([](state &s) { return s.allocations; });
+  }
+  std::size_t deallocations() const {
+    return locked([](state &s) { return s.deallocations; });
+  }
   /// Failures injected so far.
-  std::size_t injected() const { return locked([](state &s) { return s.injected; }); }
+  std::size_t injected() const {
+    return locked([](state &s) { return s.injected; });
+  }
   /// Frees of unknown pointers (double frees) or with the wrong size.
-  std::size_t errors() const { return locked([](state &s) { return s.errors; }); }
+  std::size_t errors() const {
+    return locked([](state &s) { return s.errors; });
+  }
 
   /// The allocation after `n` more successful ones fails (n = 0: the next one); -1 disarms.
   void fail_after(long n) {

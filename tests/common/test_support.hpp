@@ -265,7 +265,8 @@ struct counted_error : std::runtime_error {
     return n;
   }
 
-  explicit counted_error(int id_) : std::runtime_error("counted_error " + std::to_string(id_)), id(id_) {
+  explicit counted_error(int id_)
+      : std::runtime_error("counted_error " + std::to_string(id_)), id(id_) {
     live().fetch_add(1);
     made().fetch_add(1);
   }

@@ -59,8 +59,9 @@ private:
   void watch(std::chrono::seconds limit) {
     std::unique_lock lock(m_mutex);
     if (!m_cv.wait_for(lock, limit, [&] { return m_done; })) {
-      std::fprintf(stderr, "\nmagpie test watchdog: `%s` did not finish within %lld s (a hang: lost "
-                           "wake-up or a join that never completes?); aborting\n",
+      std::fprintf(stderr,
+                   "\nmagpie test watchdog: `%s` did not finish within %lld s (a hang: lost "
+                   "wake-up or a join that never completes?); aborting\n",
                    m_what.c_str(), static_cast<long long>(limit.count()));
       std::fflush(stderr);
       std::abort();

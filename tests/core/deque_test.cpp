@@ -199,9 +199,9 @@ void stress(int thieves, item total, std::int64_t initial_capacity) {
   EXPECT_EQ(owner_pops + successes.load(), static_cast<long>(total));
   EXPECT_GT(d.capacity(), initial_capacity) << "the stress should have grown the ring";
   EXPECT_TRUE(d.empty());
-  std::printf("[ info     ] %d thieves: owner took %ld, thieves %ld, lost races %ld, capacity %lld\n",
-              thieves, owner_pops, successes.load(), lost.load(),
-              static_cast<long long>(d.capacity()));
+  std::printf(
+      "[ info     ] %d thieves: owner took %ld, thieves %ld, lost races %ld, capacity %lld\n",
+      thieves, owner_pops, successes.load(), lost.load(), static_cast<long long>(d.capacity()));
 }
 
 TEST(deque, stress_one_thief) { stress(1, magpie::test::scaled(300000, 100000), 4); }

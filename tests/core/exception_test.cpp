@@ -32,7 +32,8 @@ protected:
     s_thrown = 0;
   }
   void TearDown() override {
-    EXPECT_EQ(counted_error::live().load(), 0) << "an exception object leaked or was destroyed twice";
+    EXPECT_EQ(counted_error::live().load(), 0)
+        << "an exception object leaked or was destroyed twice";
     // The scheduler is still usable after whatever the test threw.
     EXPECT_EQ(m_sched.run(fib, fib_n), serial_fib(fib_n));
   }
@@ -66,7 +67,8 @@ void expect_counted_error(Fn &&fn, int id) {
     if (id >= 0) {
       EXPECT_EQ(e.id, id);
     }
-    EXPECT_EQ(counted_error::live().load(), 1) << "exactly one exception should be alive at the catch";
+    EXPECT_EQ(counted_error::live().load(), 1)
+        << "exactly one exception should be alive at the catch";
   }
   EXPECT_TRUE(caught) << "no counted_error reached sync_wait's caller";
   EXPECT_EQ(counted_error::live().load(), 0);
@@ -153,7 +155,8 @@ TEST_P(exception_test, from_every_leaf_of_a_tree) {
   EXPECT_EQ(s_thrown.load(), 256);
 }
 
-// --- roots and depth ------------------------------------------------------------------------------
+// --- roots and depth
+// ------------------------------------------------------------------------------
 
 TEST_P(exception_test, from_the_root) {
   expect_counted_error([&] { m_sched.run(thrower, 3, 0); }, 3);
@@ -181,7 +184,8 @@ TEST_P(exception_test, through_a_deep_chain_of_joins) {
   expect_counted_error([&] { m_sched.run(deep_thrower, depth, false); }, 0);
 }
 
-// --- a parent that throws with children outstanding -------------------------------------------------
+// --- a parent that throws with children outstanding
+// -------------------------------------------------
 
 task<void> finishing_child(std::atomic<int> *finished, int work, bool also_throw) {
   long w = 0;
@@ -237,9 +241,10 @@ task<void> throw_with_result_slot_in_flight(std::atomic<int> *stage) {
 
 TEST_P(exception_test, parent_throws_while_a_child_still_writes_its_result_slot) {
   if (std::getenv("MAGPIE_TEST_KNOWN_BUGS") == nullptr) {
-    GTEST_SKIP() << "known open limitation (README, docs/protocols.md §4): an exception leaving a "
-                    "fork-join scope destroys the task's locals before the runtime waits for the "
-                    "children, which may still write into them. Set MAGPIE_TEST_KNOWN_BUGS=1 to run";
+    GTEST_SKIP()
+        << "known open limitation (README, docs/protocols.md §4): an exception leaving a "
+           "fork-join scope destroys the task's locals before the runtime waits for the "
+           "children, which may still write into them. Set MAGPIE_TEST_KNOWN_BUGS=1 to run";
   }
   if (m_sched.serial()) {
     GTEST_SKIP() << "needs a thief: on one worker the child finishes before the parent resumes";
@@ -283,7 +288,8 @@ TEST_P(exception_test, catch_inside_the_scope_join_then_rethrow) {
   EXPECT_EQ(tracked_counters().live(), 0);
 }
 
-// --- catching at a join and going on ------------------------------------------------------------------
+// --- catching at a join and going on
+// ------------------------------------------------------------------
 
 task<long> catch_and_continue(std::atomic<int> *caught_id) {
   long total = 0;
@@ -313,7 +319,8 @@ TEST_P(exception_test, caught_at_join_then_the_task_continues) {
   EXPECT_EQ(counted_error::live().load(), 0);
 }
 
-// --- while creating a child -------------------------------------------------------------------------
+// --- while creating a child
+// -------------------------------------------------------------------------
 
 /// A value whose copy throws on demand, or whose n-th move (counted along a chain of moves).
 struct bomb {
@@ -367,7 +374,8 @@ TEST_P(exception_test, while_creating_a_child_in_the_parent_body) {
 
 INSTANTIATE_TEST_SUITE_P(all, exception_test, ::testing::ValuesIn(all_schedulers()), sched_name{});
 
-// --- the stacklet allocator fails -------------------------------------------------------------------
+// --- the stacklet allocator fails
+// -------------------------------------------------------------------
 
 std::atomic<bool> g_fail_stacklets{false};
 

@@ -21,7 +21,9 @@ using magpie::task;
 
 class stack_alloc_test : public scheduler_test {};
 
-std::uint64_t pattern(int tag, std::size_t i) { return (static_cast<std::uint64_t>(tag) << 40) ^ (i * 2654435761u); }
+std::uint64_t pattern(int tag, std::size_t i) {
+  return (static_cast<std::uint64_t>(tag) << 40) ^ (i * 2654435761u);
+}
 
 template <typename Array>
 void fill(Array &a, int tag) {
@@ -42,8 +44,9 @@ long damaged(Array const &a, int tag) {
 task<long> sizes_in_one_task() {
   long bad = 0;
   // 0 bytes to 4 MiB; the large ones need stacklets far bigger than the current one.
-  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{100},
-                        std::size_t{2047}, std::size_t{4096}, std::size_t{1} << 17, std::size_t{1} << 19}) {
+  for (std::size_t n :
+       {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{100}, std::size_t{2047},
+        std::size_t{4096}, std::size_t{1} << 17, std::size_t{1} << 19}) {
     auto a = co_await stack_alloc<std::uint64_t>(n);
     EXPECT_EQ(a.size(), n);
     EXPECT_EQ(a.empty(), n == 0);
@@ -68,7 +71,8 @@ TEST_P(stack_alloc_test, arrays_of_many_sizes_survive_fork_join_scopes) {
 /// Each level allocates an array, forks two children (which do the same), joins, checks it,
 /// allocates a second nested array after the join, runs another scope, checks both.
 task<long> array_tree(int level, int tag) {
-  std::size_t const n1 = level == 5 ? (std::size_t{1} << 17) : 17 + static_cast<std::size_t>(level) * 301;
+  std::size_t const n1 =
+      level == 5 ? (std::size_t{1} << 17) : 17 + static_cast<std::size_t>(level) * 301;
   auto first = co_await stack_alloc<std::uint64_t>(n1); // 1 MiB at the top
   fill(first, tag);
   long bad = 0;
@@ -110,7 +114,8 @@ task<long> string_arrays(int n) {
   auto names = co_await stack_alloc<std::string>(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
     EXPECT_TRUE(names[static_cast<std::size_t>(i)].empty());
-    names[static_cast<std::size_t>(i)] = "name number " + std::to_string(i) + " long enough to be on the heap";
+    names[static_cast<std::size_t>(i)] =
+        "name number " + std::to_string(i) + " long enough to be on the heap";
   }
   auto objects = co_await stack_alloc<tracked>(static_cast<std::size_t>(n));
   long w = 0;
@@ -206,10 +211,12 @@ TEST_P(stack_alloc_test, arrays_unwound_by_an_exception_inside_a_scope) {
     }
   } // the scheduler's stacks are freed here
   EXPECT_EQ(counted_error::live().load(), 0);
-  EXPECT_EQ(magpie::core::get_stack_stats().stacklets_live, before.stacklets_live) << "stacklets leaked";
+  EXPECT_EQ(magpie::core::get_stack_stats().stacklets_live, before.stacklets_live)
+      << "stacklets leaked";
   EXPECT_EQ(magpie::core::get_stack_stats().bytes_live, before.bytes_live);
 }
 
-INSTANTIATE_TEST_SUITE_P(all, stack_alloc_test, ::testing::ValuesIn(all_schedulers()), sched_name{});
+INSTANTIATE_TEST_SUITE_P(all, stack_alloc_test, ::testing::ValuesIn(all_schedulers()),
+                         sched_name{});
 
 } // namespace

@@ -54,7 +54,8 @@ TEST(stack, filo_allocations_are_aligned_disjoint_and_intact) {
     }
     // No two live blocks overlap.
     std::vector<block> sorted = blocks;
-    std::sort(sorted.begin(), sorted.end(), [](block const &a, block const &b) { return a.ptr < b.ptr; });
+    std::sort(sorted.begin(), sorted.end(),
+              [](block const &a, block const &b) { return a.ptr < b.ptr; });
     for (std::size_t i = 1; i < sorted.size(); ++i) {
       EXPECT_LE(sorted[i - 1].ptr + sorted[i - 1].bytes, sorted[i].ptr);
     }
@@ -74,7 +75,8 @@ TEST(stack, filo_allocations_are_aligned_disjoint_and_intact) {
     EXPECT_GT(get_stack_stats().stacklets_allocated - before.stacklets_allocated, 1u)
         << "four stacklets' worth of data should have needed several stacklets";
   }
-  EXPECT_EQ(get_stack_stats().stacklets_live, before.stacklets_live) << "the stack leaked stacklets";
+  EXPECT_EQ(get_stack_stats().stacklets_live, before.stacklets_live)
+      << "the stack leaked stacklets";
   EXPECT_EQ(get_stack_stats().bytes_live, before.bytes_live);
 }
 
@@ -95,7 +97,8 @@ TEST(stack, growth_is_geometric) {
   }
   EXPECT_GE(sizes[0], stack::initial_capacity) << "the first stacklet has the initial capacity";
   for (std::size_t i = 1; i < sizes.size(); ++i) {
-    EXPECT_GE(sizes[i], 2 * sizes[i - 1]) << "stacklet " << i << " is not twice as large as the previous";
+    EXPECT_GE(sizes[i], 2 * sizes[i - 1])
+        << "stacklet " << i << " is not twice as large as the previous";
   }
   EXPECT_GE(get_stack_stats().bytes_peak, get_stack_stats().bytes_live);
   for (auto it = ptrs.rbegin(); it != ptrs.rend(); ++it) {
@@ -176,7 +179,8 @@ TEST(stack, release_and_adopt_move_a_chain_between_stacks) {
     std::vector<block> blocks;
     for (int i = 0; i < 40; ++i) { // spans several stacklets
       std::size_t const bytes = 900;
-      blocks.push_back({static_cast<std::byte *>(a.allocate(bytes)), bytes, static_cast<unsigned char>(i + 1)});
+      blocks.push_back(
+          {static_cast<std::byte *>(a.allocate(bytes)), bytes, static_cast<unsigned char>(i + 1)});
       fill(blocks.back());
     }
     stacklet *chain = a.release();
@@ -284,7 +288,8 @@ TEST(stack, allocator_hooks_see_every_stacklet_and_failures_leave_the_stack_usab
     s.deallocate(b);
     s.deallocate(a);
   }
-  EXPECT_EQ(g_hook_allocs, g_hook_frees) << "stacklets allocated through the hook were not freed through it";
+  EXPECT_EQ(g_hook_allocs, g_hook_frees)
+      << "stacklets allocated through the hook were not freed through it";
   magpie::core::set_stacklet_allocator(old);
 }
 

@@ -95,8 +95,8 @@ TEST_P(task_test, void_tasks_through_fork_and_call_without_pointer) {
 
 task<long> discard_some(std::atomic<long> *ran) {
   long kept = 0;
-  co_await fork(fib, 15);          // value discarded
-  co_await call(fib, 12);          // value discarded
+  co_await fork(fib, 15); // value discarded
+  co_await call(fib, 12); // value discarded
   co_await fork(&kept, fib, 16);
   co_await join();
   ran->fetch_add(1);
@@ -189,10 +189,10 @@ task<long> consume(tracked t, int depth) {
   long a = 0;
   long b = 0;
   long c = 0;
-  co_await fork(&a, consume, t, depth - 1);                   // copy of our parameter
-  co_await fork(&b, consume, tracked{depth}, depth - 1);      // a temporary, moved
+  co_await fork(&a, consume, t, depth - 1);              // copy of our parameter
+  co_await fork(&b, consume, tracked{depth}, depth - 1); // a temporary, moved
   tracked local{2 * depth};
-  co_await call(&c, consume, std::move(local), depth - 1);    // moved from a local
+  co_await call(&c, consume, std::move(local), depth - 1); // moved from a local
   co_await join();
   co_return a + b + c + t.value();
 }
@@ -232,7 +232,8 @@ TEST_P(task_test, by_value_arguments_are_destroyed_exactly_once) {
   }
   EXPECT_GT(tracked_counters().constructed.load(), 1000) << "the test did not exercise anything";
   EXPECT_EQ(tracked_counters().live(), 0) << "constructions and destructions do not balance";
-  EXPECT_EQ(tracked_counters().errors.load(), 0) << "a destroyed object was used or destroyed again";
+  EXPECT_EQ(tracked_counters().errors.load(), 0)
+      << "a destroyed object was used or destroyed again";
 }
 
 INSTANTIATE_TEST_SUITE_P(all, task_test, ::testing::ValuesIn(all_schedulers()), sched_name{});

@@ -27,10 +27,11 @@
 #endif
 
 namespace {
-std::atomic<long> g_news{0};      // every operator new since the process started
+std::atomic<long> g_news{0}; // every operator new since the process started
 std::atomic<bool> g_counting{false};
 
-[[maybe_unused]] __attribute__((noinline)) void *counted_alloc(std::size_t bytes, std::size_t align) {
+[[maybe_unused]] __attribute__((noinline)) void *counted_alloc(std::size_t bytes,
+                                                               std::size_t align) {
   if (g_counting.load(std::memory_order_relaxed)) {
     g_news.fetch_add(1, std::memory_order_relaxed);
   }
@@ -86,8 +87,12 @@ void operator delete(void *p, std::size_t, std::align_val_t) noexcept { counted_
 void operator delete[](void *p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
 void operator delete(void *p, std::nothrow_t const &) noexcept { counted_free(p); }
 void operator delete[](void *p, std::nothrow_t const &) noexcept { counted_free(p); }
-void operator delete(void *p, std::align_val_t, std::nothrow_t const &) noexcept { counted_free(p); }
-void operator delete[](void *p, std::align_val_t, std::nothrow_t const &) noexcept { counted_free(p); }
+void operator delete(void *p, std::align_val_t, std::nothrow_t const &) noexcept {
+  counted_free(p);
+}
+void operator delete[](void *p, std::align_val_t, std::nothrow_t const &) noexcept {
+  counted_free(p);
+}
 #endif
 
 namespace {
@@ -122,7 +127,10 @@ TEST(zero_alloc_self_check, the_replacement_counts) {
               delete p;
             }),
             1);
-  EXPECT_EQ(news_during([] { ::operator delete(::operator new(100, std::align_val_t{64}), std::align_val_t{64}); }), 1);
+  EXPECT_EQ(news_during([] {
+              ::operator delete(::operator new(100, std::align_val_t{64}), std::align_val_t{64});
+            }),
+            1);
 }
 
 magpie::task<long> call_chain(int n) {
@@ -178,7 +186,8 @@ TEST_P(zero_alloc, steady_state_with_void_tasks_and_stack_arrays) {
   if (m_sched.serial()) {
     EXPECT_EQ(steady, 0);
   } else {
-    std::printf("[ info     ] %s: operator new calls in 5 runs: %ld\n", to_string(GetParam()).c_str(), steady);
+    std::printf("[ info     ] %s: operator new calls in 5 runs: %ld\n",
+                to_string(GetParam()).c_str(), steady);
   }
 }
 

@@ -31,10 +31,10 @@ protected:
 };
 
 struct hop_report {
-  long wrong_worker = 0;   // this_worker_index() differed from the target after a hop
-  long wrong_context = 0;  // core::this_context() was not the target's context
-  long damaged = 0;        // stack_array elements changed across a hop
-  long bad_fib = 0;        // a fork after a hop computed a wrong value
+  long wrong_worker = 0;  // this_worker_index() differed from the target after a hop
+  long wrong_context = 0; // core::this_context() was not the target's context
+  long damaged = 0;       // stack_array elements changed across a hop
+  long bad_fib = 0;       // a fork after a hop computed a wrong value
   long hops = 0;
 };
 
@@ -122,9 +122,7 @@ task<long> to_any_worker(magpie::pool *p, int rounds) {
   co_return bad;
 }
 
-TEST_P(resume_on_test, to_some_worker) {
-  EXPECT_EQ(m_sched.run(to_any_worker, &pool(), 20), 0);
-}
+TEST_P(resume_on_test, to_some_worker) { EXPECT_EQ(m_sched.run(to_any_worker, &pool(), 20), 0); }
 
 /// Into another pool and back.
 task<long> visit_other_pool(magpie::pool *home, magpie::pool *away) {
@@ -158,7 +156,8 @@ TEST_P(resume_on_test, concurrent_hoppers) {
     ts.emplace_back([&] {
       for (int k = 0; k < scaled(10, 6); ++k) {
         hop_report const rep = magpie::sync_wait(pool(), hopper, &pool(), 5);
-        bad += rep.wrong_worker + rep.wrong_context + rep.damaged + rep.bad_fib + (rep.hops == 5 ? 0 : 1);
+        bad += rep.wrong_worker + rep.wrong_context + rep.damaged + rep.bad_fib +
+               (rep.hops == 5 ? 0 : 1);
       }
     });
   }
@@ -240,7 +239,8 @@ task<long> fork_hoppers(magpie::pool *p) {
 
 TEST_P(resume_on_test, from_a_forked_child) {
   for (int round = 0; round < 5; ++round) {
-    EXPECT_EQ(m_sched.run(fork_hoppers, &pool()), static_cast<long>(2 * pool().size()) * serial_fib(10));
+    EXPECT_EQ(m_sched.run(fork_hoppers, &pool()),
+              static_cast<long>(2 * pool().size()) * serial_fib(10));
   }
 }
 

@@ -4,8 +4,8 @@
 // lazy pools that must wake for every submission.
 
 #include <atomic>
-#include <memory>
 #include <chrono>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -45,7 +45,8 @@ task<long> skynet_like(long num, int depth) {
   co_return sum;
 }
 
-// --- many threads --------------------------------------------------------------------------------------
+// --- many threads
+// --------------------------------------------------------------------------------------
 
 template <typename Sched>
 void hammer(Sched &s, int threads, int iterations) {
@@ -127,7 +128,8 @@ TEST(sync_wait, many_threads_on_small_lazy_and_busy_pools) {
   }
 }
 
-// --- sync_wait from inside --------------------------------------------------------------------------------
+// --- sync_wait from inside
+// --------------------------------------------------------------------------------
 
 template <typename Sched>
 task<long> wait_on_own_scheduler(Sched *s) {
@@ -146,7 +148,8 @@ task<long> wait_on_own_scheduler(Sched *s) {
 TEST_P(sync_wait_test, from_a_worker_of_the_same_scheduler_throws_logic_error) {
   long const expect = 1000 + serial_fib(10);
   if (m_sched.is_inline()) {
-    EXPECT_EQ(m_sched.run(wait_on_own_scheduler<magpie::inline_scheduler>, m_sched.inline_sched()), expect);
+    EXPECT_EQ(m_sched.run(wait_on_own_scheduler<magpie::inline_scheduler>, m_sched.inline_sched()),
+              expect);
   } else {
     EXPECT_EQ(m_sched.run(wait_on_own_scheduler<magpie::pool>, m_sched.pool()), expect);
   }
@@ -158,20 +161,24 @@ task<long> wait_on_other_scheduler(Sched *other) {
   long f = 0;
   co_await fork(&f, fib, 10);
   co_await join();
-  long const g = magpie::sync_wait(*other, fib, 15); // blocks this worker; allowed across schedulers
+  long const g =
+      magpie::sync_wait(*other, fib, 15); // blocks this worker; allowed across schedulers
   co_return f + g;
 }
 
 TEST_P(sync_wait_test, from_a_task_onto_another_scheduler) {
   long const expect = serial_fib(10) + serial_fib(15);
   magpie::lazy_pool other_pool(2);
-  EXPECT_EQ(m_sched.run(wait_on_other_scheduler<magpie::pool>, static_cast<magpie::pool *>(&other_pool)), expect);
+  EXPECT_EQ(
+      m_sched.run(wait_on_other_scheduler<magpie::pool>, static_cast<magpie::pool *>(&other_pool)),
+      expect);
   magpie::inline_scheduler other_inline;
   EXPECT_EQ(m_sched.run(wait_on_other_scheduler<magpie::inline_scheduler>, &other_inline), expect);
   EXPECT_EQ(m_sched.run(fib, 12), serial_fib(12));
 }
 
-// --- statistics and lifetime --------------------------------------------------------------------------------
+// --- statistics and lifetime
+// --------------------------------------------------------------------------------
 
 TEST_P(sync_wait_test, statistics_count_roots_and_steals) {
   for (int i = 0; i < 5; ++i) {
@@ -187,10 +194,12 @@ TEST_P(sync_wait_test, statistics_count_roots_and_steals) {
     EXPECT_EQ(total.steals, 0u) << "a lone worker has nobody to steal from";
     EXPECT_EQ(total.handoffs, 0u);
   }
-  std::printf("[ info     ] %s: steals %llu, failed steal attempts %llu, stack hand-offs %llu, sleeps %llu\n",
+  std::printf("[ info     ] %s: steals %llu, failed steal attempts %llu, stack hand-offs %llu, "
+              "sleeps %llu\n",
               to_string(GetParam()).c_str(), static_cast<unsigned long long>(total.steals),
               static_cast<unsigned long long>(total.steal_fails),
-              static_cast<unsigned long long>(total.handoffs), static_cast<unsigned long long>(total.sleeps));
+              static_cast<unsigned long long>(total.handoffs),
+              static_cast<unsigned long long>(total.sleeps));
 }
 
 TEST_P(sync_wait_test, every_stacklet_comes_back_when_the_scheduler_dies) {
@@ -207,10 +216,12 @@ TEST_P(sync_wait_test, every_stacklet_comes_back_when_the_scheduler_dies) {
   EXPECT_EQ(after.bytes_live, before.bytes_live);
 }
 
-// --- submissions to a closing pool ---------------------------------------------------------------------------
+// --- submissions to a closing pool
+// ---------------------------------------------------------------------------
 
 /// Runs until `release` is set, then checks that moving onto the (closing) pool is refused.
-task<long> hold_the_pool_open(magpie::pool *p, std::atomic<int> *started, std::atomic<int> *release) {
+task<long> hold_the_pool_open(magpie::pool *p, std::atomic<int> *started,
+                              std::atomic<int> *release) {
   started->store(1);
   auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (release->load() == 0 && std::chrono::steady_clock::now() < deadline) {
@@ -240,7 +251,8 @@ TEST(sync_wait, submissions_to_a_closing_pool_throw_pool_closed) {
     long held = -1;
     magpie::pool *raw = pool.get(); // stays valid until `release`: the destructor waits for A
     // A: a root that keeps the pool's destructor waiting until we have been refused.
-    std::thread a([&] { held = magpie::sync_wait(*raw, hold_the_pool_open, raw, &started, &release); });
+    std::thread a(
+        [&] { held = magpie::sync_wait(*raw, hold_the_pool_open, raw, &started, &release); });
     while (started.load() == 0) {
       std::this_thread::yield();
     }
@@ -263,7 +275,8 @@ TEST(sync_wait, submissions_to_a_closing_pool_throw_pool_closed) {
   }
 }
 
-// --- a root must not wait behind another root while workers are idle --------------------------------------------
+// --- a root must not wait behind another root while workers are idle
+// --------------------------------------------
 
 /// Occupies its worker until released (or until a deadline, which the test reports).
 task<long> occupy_a_worker(std::atomic<int> *started, std::atomic<int> *release) {

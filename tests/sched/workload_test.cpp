@@ -27,7 +27,8 @@ using magpie::task;
 
 class workload : public scheduler_test {};
 
-// --- fib ----------------------------------------------------------------------------------------------
+// --- fib
+// ----------------------------------------------------------------------------------------------
 
 TEST_P(workload, fib) {
   for (int n : {0, 1, 2, 10, fib_n}) {
@@ -41,7 +42,8 @@ TEST_P(workload, fib_repeatedly) {
   }
 }
 
-// --- skynet: a 10-ary tree; the leaves return their number ----------------------------------------------
+// --- skynet: a 10-ary tree; the leaves return their number
+// ----------------------------------------------
 
 task<long> skynet(long num, long size) {
   if (size == 1) {
@@ -67,7 +69,8 @@ TEST_P(workload, skynet) {
   }
 }
 
-// --- nqueens: the board travels by value -------------------------------------------------------------------
+// --- nqueens: the board travels by value
+// -------------------------------------------------------------------
 
 using board = std::array<char, 12>;
 
@@ -110,7 +113,8 @@ TEST_P(workload, nqueens) {
   }
 }
 
-// --- seeded random trees ------------------------------------------------------------------------------------
+// --- seeded random trees
+// ------------------------------------------------------------------------------------
 
 std::uint64_t mix(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ULL;
@@ -120,7 +124,9 @@ std::uint64_t mix(std::uint64_t x) {
 }
 
 /// The hash of a child's path from its parent's hash.
-std::uint64_t child_path(std::uint64_t path, int i) { return mix(path * 31 + static_cast<std::uint64_t>(i) + 1); }
+std::uint64_t child_path(std::uint64_t path, int i) {
+  return mix(path * 31 + static_cast<std::uint64_t>(i) + 1);
+}
 
 /// The fan-out of a node (0 = leaf): mostly small, sometimes wide, never below `max_depth`; the
 /// top levels always branch so that no tree is trivial.
@@ -214,7 +220,8 @@ TEST_P(workload, random_trees_match_their_serial_projection) {
   std::printf("[ info     ] 12 random trees, %ld leaves in all\n", total_leaves);
 }
 
-// --- chains of depth 100,000 ---------------------------------------------------------------------------------
+// --- chains of depth 100,000
+// ---------------------------------------------------------------------------------
 
 task<long> fork_chain(int n) {
   if (n == 0) {
@@ -259,7 +266,8 @@ TEST_P(workload, void_fork_chain_of_depth_100000) {
   EXPECT_EQ(count.load(), chain_depth + 1);
 }
 
-// --- one very wide scope ----------------------------------------------------------------------------------
+// --- one very wide scope
+// ----------------------------------------------------------------------------------
 
 task<long> leaf(long i) { co_return i; }
 
@@ -283,12 +291,14 @@ TEST_P(workload, fifty_thousand_children_in_one_scope) {
   EXPECT_EQ(m_sched.run(wide, n), n * (n - 1) / 2);
 }
 
-// --- greedy scheduling: an idle worker takes the continuation of a blocked task --------------------------
+// --- greedy scheduling: an idle worker takes the continuation of a blocked task
+// --------------------------
 
 /// Waits (spinning, up to a limit) until `flag` is set by a sibling forked after it. That sibling
 /// can only start if another worker steals our parent's continuation.
 task<long> wait_for_sibling(std::atomic<int> *flag) {
-  auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(sanitized ? 40 : 20);
+  auto const deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(sanitized ? 40 : 20);
   while (flag->load() == 0) {
     if (std::chrono::steady_clock::now() > deadline) {
       co_return 0; // not stolen: the test fails instead of hanging
@@ -323,11 +333,13 @@ TEST_P(workload, an_idle_worker_steals_from_a_busy_one) {
       // must make sure another is awake to steal.
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    EXPECT_EQ(m_sched.run(needs_a_thief), 2) << "round " << round << ": the continuation was not stolen";
+    EXPECT_EQ(m_sched.run(needs_a_thief), 2)
+        << "round " << round << ": the continuation was not stolen";
   }
 }
 
-// --- exact serial order --------------------------------------------------------------------------------------
+// --- exact serial order
+// --------------------------------------------------------------------------------------
 
 /// Records the order in which tasks are entered. Locked: on multi-worker pools entries race.
 struct entry_log {

@@ -14,13 +14,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
-#include <thread>
-#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/lifetime.hpp"
@@ -50,8 +50,8 @@ struct batch_config {
   std::size_t workers = 1;
   std::uint64_t first_seed = 1;
   std::size_t max_programs = 100;
-  std::size_t min_programs = 10; ///< run at least this many even past the deadline
-  double seconds = 1.0;          ///< stop starting programs after this long
+  std::size_t min_programs = 10;  ///< run at least this many even past the deadline
+  double seconds = 1.0;           ///< stop starting programs after this long
   unsigned fault_per_million = 0; ///< stacklet allocation failure rate (0: none)
   std::uint64_t max_nodes = 4000; ///< skip programs that execute more nodes than this
 };
@@ -91,7 +91,8 @@ struct any_scheduler {
     }
   }
   outcome run(program const &p) {
-    return inline_sched ? stress::run(*inline_sched, nullptr, p) : stress::run(*pool, pool.get(), p);
+    return inline_sched ? stress::run(*inline_sched, nullptr, p)
+                        : stress::run(*pool, pool.get(), p);
   }
   std::uint64_t steals() const {
     std::uint64_t n = 0;
@@ -109,8 +110,11 @@ struct any_scheduler {
 };
 
 inline std::string where(batch_config const &c, std::uint64_t seed) {
-  return std::string(name_of(c.kind)) + "/" + std::to_string(c.workers) + " seed " + std::to_string(seed) +
-         (c.fault_per_million != 0 ? " (faults " + std::to_string(c.fault_per_million) + " ppm)" : "") + ": ";
+  return std::string(name_of(c.kind)) + "/" + std::to_string(c.workers) + " seed " +
+         std::to_string(seed) +
+         (c.fault_per_million != 0 ? " (faults " + std::to_string(c.fault_per_million) + " ppm)"
+                                   : "") +
+         ": ";
 }
 
 } // namespace detail
@@ -119,7 +123,8 @@ inline batch_result run_batch(batch_config const &c) {
   using clock = std::chrono::steady_clock;
   batch_result r;
   auto const start = clock::now();
-  auto const deadline = start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(c.seconds));
+  auto const deadline =
+      start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(c.seconds));
   auto const stacklets_before = core::get_stack_stats().stacklets_live;
   long const errors_before = lifetime::errors();
   {
@@ -148,7 +153,8 @@ inline batch_result run_batch(batch_config const &c) {
         if (c.fault_per_million != 0) {
           if (!p.spine) {
             p.alloc_pct = std::max(p.alloc_pct, 40u);
-            p.big_alloc_pct = std::max(p.big_alloc_pct, 15u); // grow stacks often: more allocations to fail
+            p.big_alloc_pct =
+                std::max(p.big_alloc_pct, 15u); // grow stacks often: more allocations to fail
           }
         }
         expectation e;
@@ -170,8 +176,9 @@ inline batch_result run_batch(batch_config const &c) {
           r.failures.push_back(detail::where(c, seed) + msg);
         }
         if (lifetime::live() != live_before) {
-          r.failures.push_back(detail::where(c, seed) + std::to_string(lifetime::live() - live_before) +
-                               " tracked values (arguments, return slots, frames) outlived the run");
+          r.failures.push_back(
+              detail::where(c, seed) + std::to_string(lifetime::live() - live_before) +
+              " tracked values (arguments, return slots, frames) outlived the run");
         }
         if (tracked_error::live() != 0) {
           r.failures.push_back(detail::where(c, seed) + std::to_string(tracked_error::live()) +
@@ -200,7 +207,8 @@ inline batch_result run_batch(batch_config const &c) {
     }
   }
   if (core::get_stack_stats().stacklets_live != stacklets_before) {
-    r.failures.push_back(detail::where(c, c.first_seed) + "core::get_stack_stats().stacklets_live did not return to its baseline");
+    r.failures.push_back(detail::where(c, c.first_seed) +
+                         "core::get_stack_stats().stacklets_live did not return to its baseline");
   }
   r.seconds = std::chrono::duration<double>(clock::now() - start).count();
   return r;

@@ -25,7 +25,7 @@ bool known_bugs_enabled() {
   return v != nullptr && std::atoi(v) != 0;
 }
 
-#define MAGPIE_SKIP_KNOWN_BUG(why)                                                                  \
+#define MAGPIE_SKIP_KNOWN_BUG(why)                                                                 \
   do {                                                                                             \
     if (!known_bugs_enabled()) {                                                                   \
       GTEST_SKIP() << "known library bug (set MAGPIE_TEST_KNOWN_BUGS=1 to run): " << why;          \
@@ -136,8 +136,9 @@ magpie::task<void> throw_inside_scope(scope_probe *p) {
 }
 
 TEST(known_bugs, ExceptionInsideAScopeKeepsLocalsAliveForChildren) {
-  MAGPIE_SKIP_KNOWN_BUG("a task that throws inside a fork-join scope destroys its locals before its "
-                        "outstanding children finish (documented caveat); see docs/guarantees.md");
+  MAGPIE_SKIP_KNOWN_BUG(
+      "a task that throws inside a fork-join scope destroys its locals before its "
+      "outstanding children finish (documented caveat); see docs/guarantees.md");
   magpie::busy_pool pool(2);
   scope_probe probe;
   for (int i = 0; i < 20; ++i) {
@@ -196,14 +197,16 @@ TEST(known_bugs, StackArrayAcrossAStolenThrowingScope) {
     magpie::busy_pool pool(2);
     for (int i = 0; i < 50; ++i) {
       std::atomic<bool> ran{false};
-      EXPECT_THROW(magpie::sync_wait(pool, stolen_array_across_throwing_scope, &ran), std::runtime_error);
+      EXPECT_THROW(magpie::sync_wait(pool, stolen_array_across_throwing_scope, &ran),
+                   std::runtime_error);
     }
     EXPECT_EQ(magpie::sync_wait(pool, leaf, 3), 3) << "the pool is not usable afterwards";
     std::uint64_t steals = 0;
     for (auto const &st : pool.stats()) {
       steals += st.steals;
     }
-    EXPECT_GT(steals, 0u) << "the continuation was never stolen: the deferred-free path went untested";
+    EXPECT_GT(steals, 0u)
+        << "the continuation was never stolen: the deferred-free path went untested";
   }
   EXPECT_EQ(ledger.live(), 0u);
   EXPECT_EQ(ledger.errors(), 0u);
@@ -231,8 +234,9 @@ magpie::task<int> pass_aggregate_temporary(int x) {
 
 TEST(known_bugs, AggregateTemporaryArgumentIsDestroyedOnce) {
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-  MAGPIE_SKIP_KNOWN_BUG("GCC 12 destroys aggregate temporaries of a co_await expression twice (a compiler "
-                        "bug; use a named variable); see docs/guarantees.md");
+  MAGPIE_SKIP_KNOWN_BUG(
+      "GCC 12 destroys aggregate temporaries of a co_await expression twice (a compiler "
+      "bug; use a named variable); see docs/guarantees.md");
 #endif
   long const live = magpie::lifetime::live();
   long const errors = magpie::lifetime::errors();

@@ -73,7 +73,8 @@ constexpr std::size_t f_min = stack::round_up(sizeof(frame_base) + 2 * sizeof(vo
 constexpr std::size_t c = 3 * ((s0 + f_min - 1) / f_min) + 9;
 constexpr double bound = 2.0 * c + 3;
 
-static_assert(s0 >= 4096 && sizeof(stacklet) == 64, "the derivation above assumes 64-byte headers on >= 4 KiB stacklets");
+static_assert(s0 >= 4096 && sizeof(stacklet) == 64,
+              "the derivation above assumes 64-byte headers on >= 4 KiB stacklets");
 
 // ---------------------------------------------------------------------------------------------
 // The programs.
@@ -145,7 +146,8 @@ measurement measure(std::size_t workers, Run run) {
       m.steals += s.steals;
     }
   }
-  EXPECT_EQ(magpie::core::get_stack_stats().bytes_live, live_before) << "stacklets outlived the pool";
+  EXPECT_EQ(magpie::core::get_stack_stats().bytes_live, live_before)
+      << "stacklets outlived the pool";
   return m;
 }
 
@@ -153,16 +155,18 @@ template <typename Run>
 void check_bound(char const *name, Run run) {
   measurement const one = measure(1, run);
   ASSERT_GT(one.peak, 0u);
-  std::printf("  %s: M_1 = %zu bytes; c = %zu (s0 = %zu, f = %zu), bound 2c+3 = %.0f\n", name, one.peak, c, s0,
-              f_min, bound);
+  std::printf("  %s: M_1 = %zu bytes; c = %zu (s0 = %zu, f = %zu), bound 2c+3 = %.0f\n", name,
+              one.peak, c, s0, f_min, bound);
   double worst = 0;
   for (std::size_t p = 1; p <= 8; ++p) {
     measurement const mp = measure(p, run);
-    double const ratio = static_cast<double>(mp.peak) / (static_cast<double>(p) * static_cast<double>(one.peak));
+    double const ratio =
+        static_cast<double>(mp.peak) / (static_cast<double>(p) * static_cast<double>(one.peak));
     worst = std::max(worst, ratio);
     std::printf("    P=%zu  M_P = %9zu bytes  steals = %7llu  M_P/(P*M_1) = %6.2f\n", p, mp.peak,
                 static_cast<unsigned long long>(mp.steals), ratio);
-    EXPECT_LE(ratio, bound) << name << " at P=" << p << ": M_P = " << mp.peak << ", M_1 = " << one.peak;
+    EXPECT_LE(ratio, bound) << name << " at P=" << p << ": M_P = " << mp.peak
+                            << ", M_1 = " << one.peak;
   }
   std::printf("    worst ratio %.2f (bound %.0f)\n", worst, bound);
   std::fflush(stdout);
@@ -183,7 +187,9 @@ TEST(memory_bound, Fib) {
 
 TEST(memory_bound, DeepChain) {
   int const depth = sanitized ? 3000 : 20000;
-  check_bound("deep chain", [depth](magpie::pool &pool) { EXPECT_EQ(magpie::sync_wait(pool, chain, depth), depth); });
+  check_bound("deep chain", [depth](magpie::pool &pool) {
+    EXPECT_EQ(magpie::sync_wait(pool, chain, depth), depth);
+  });
 }
 
 TEST(memory_bound, AdversarialStolenSpine) {

@@ -87,8 +87,8 @@ struct program {
   unsigned alloc_pct = 30; ///< per stack-array site
   unsigned big_alloc_pct = 2;
   unsigned resume_pct = 0; ///< per resume_on site (pools only)
-  unsigned leaf_work = 0;  ///< a leaf burns up to this many iterations (gives thieves time to steal)
-  bool spine = false;      ///< deep program: child 0 of scope 0 never becomes a leaf early
+  unsigned leaf_work = 0; ///< a leaf burns up to this many iterations (gives thieves time to steal)
+  bool spine = false;     ///< deep program: child 0 of scope 0 never becomes a leaf early
   bool spanning_arrays = true; ///< allow "span" arrays
 };
 
@@ -142,7 +142,8 @@ struct node_shape {
 };
 
 inline std::uint64_t child_path(std::uint64_t path, int scope, int child) noexcept {
-  return mix(path ^ (0x100ULL * static_cast<std::uint64_t>(scope + 1) + static_cast<std::uint64_t>(child)));
+  return mix(path ^ (0x100ULL * static_cast<std::uint64_t>(scope + 1) +
+                     static_cast<std::uint64_t>(child)));
 }
 
 inline std::size_t array_length(shape_rng &r, program const &p) {
@@ -194,7 +195,9 @@ inline node_shape shape_of(program const &p, std::uint64_t path, int depth, bool
   return s;
 }
 
-inline std::uint64_t array_value(std::uint64_t path, std::size_t i) noexcept { return mix(path + 3 * i + 1); }
+inline std::uint64_t array_value(std::uint64_t path, std::size_t i) noexcept {
+  return mix(path + 3 * i + 1);
+}
 inline constexpr std::uint64_t fold_k = 0x100000001B3ULL;
 inline std::uint64_t caught_value(std::uint64_t path, int scope) noexcept {
   return mix(path ^ 0xC0FFEEULL ^ static_cast<std::uint64_t>(scope));
@@ -220,8 +223,8 @@ struct serial_result {
 
 struct too_big {};
 
-inline serial_result evaluate(program const &p, std::uint64_t path, int depth, bool on_spine, expectation &e,
-                              std::uint64_t &budget) {
+inline serial_result evaluate(program const &p, std::uint64_t path, int depth, bool on_spine,
+                              expectation &e, std::uint64_t &budget) {
   if (budget-- == 0) {
     throw too_big{};
   }
@@ -294,7 +297,9 @@ inline serial_result evaluate(program const &p, std::uint64_t path, int depth, b
 
 } // namespace detail
 
-inline std::uint64_t root_path(program const &p) noexcept { return mix(p.seed * 0x2545F4914F6CDD1DULL + 7); }
+inline std::uint64_t root_path(program const &p) noexcept {
+  return mix(p.seed * 0x2545F4914F6CDD1DULL + 7);
+}
 
 /// The serial projection of `p`: what every scheduler must compute. Returns false (and leaves
 /// `e` unspecified) if the program executes more than `max_nodes` nodes: the caller skips it.
@@ -324,7 +329,7 @@ struct run_env {
   std::atomic<std::uint64_t> nodes{0};
   std::atomic<std::uint64_t> leaves{0};
   std::atomic<std::uint64_t> resumes{0};
-  std::atomic<std::uint64_t> errors{0};      ///< integrity failures seen inside tasks
+  std::atomic<std::uint64_t> errors{0}; ///< integrity failures seen inside tasks
   std::atomic<char const *> first_error{nullptr};
 
   void fail(char const *what) noexcept {
@@ -353,14 +358,16 @@ using value_t = tracked<std::uint64_t>;
 struct slot_array {
   slot_array() noexcept {} // NOLINT: user-provided on purpose (see above)
   value_t s0, s1, s2, s3;
-  value_t &operator[](std::size_t i) noexcept { return i == 0 ? s0 : i == 1 ? s1 : i == 2 ? s2 : s3; }
+  value_t &operator[](std::size_t i) noexcept {
+    return i == 0 ? s0 : i == 1 ? s1 : i == 2 ? s2 : s3;
+  }
 };
 static_assert(max_children == 4);
 
 /// One node. `token` carries the node's own path (an argument checked on arrival); `slots` is
 /// the return-value storage for its children.
-inline magpie::task<value_t> node(run_env *env, std::uint64_t path, int depth, bool on_spine, int forks_on_path,
-                                  value_t token, slot_array slots) {
+inline magpie::task<value_t> node(run_env *env, std::uint64_t path, int depth, bool on_spine,
+                                  int forks_on_path, value_t token, slot_array slots) {
   if (token.value() != path) {
     env->fail("a task argument arrived corrupted");
   }
@@ -415,11 +422,11 @@ inline magpie::task<value_t> node(run_env *env, std::uint64_t path, int depth, b
       bool const spine_child = on_spine && k == 0 && i == 0;
       value_t *slot = &slots[static_cast<std::size_t>(i)];
       if ((sc.forked >> i) & 1u) {
-        co_await magpie::fork(slot, node, env, cp, depth + 1, spine_child, forks_on_path + 1, value_t{cp},
-                              slot_array{});
+        co_await magpie::fork(slot, node, env, cp, depth + 1, spine_child, forks_on_path + 1,
+                              value_t{cp}, slot_array{});
       } else {
-        co_await magpie::call(slot, node, env, cp, depth + 1, spine_child, forks_on_path, value_t{cp},
-                              slot_array{});
+        co_await magpie::call(slot, node, env, cp, depth + 1, spine_child, forks_on_path,
+                              value_t{cp}, slot_array{});
       }
     }
     bool caught = false;
@@ -478,7 +485,7 @@ struct outcome {
   bool threw_tracked = false;   ///< the exception was a tracked_error
   bool threw_bad_alloc = false; ///< the exception was std::bad_alloc (injected)
   std::uint64_t error_id = 0;
-  std::string other_exception;  ///< what() of any other exception
+  std::string other_exception; ///< what() of any other exception
   std::uint64_t value = 0;
   std::uint64_t nodes = 0, leaves = 0, resumes = 0, integrity_errors = 0;
   char const *first_integrity_error = nullptr;
@@ -519,7 +526,8 @@ outcome run(Scheduler &s, magpie::pool *pool, program const &p) {
 /// an injected std::bad_alloc may replace the outcome (and then the counts may differ).
 inline std::string check(expectation const &e, outcome const &o, bool faults) {
   auto fmt = [](char const *what, std::uint64_t got, std::uint64_t want) {
-    return std::string(what) + ": got " + std::to_string(got) + ", expected " + std::to_string(want);
+    return std::string(what) + ": got " + std::to_string(got) + ", expected " +
+           std::to_string(want);
   };
   if (o.integrity_errors != 0) {
     return std::string("integrity: ") + (o.first_integrity_error ? o.first_integrity_error : "?");
@@ -531,7 +539,8 @@ inline std::string check(expectation const &e, outcome const &o, bool faults) {
     return faults ? std::string() : "std::bad_alloc without injected faults";
   }
   if (!faults || !e.throws || !o.threw) {
-    // With faults, a run may still complete: then it must be exact. Counts are exact without faults.
+    // With faults, a run may still complete: then it must be exact. Counts are exact without
+    // faults.
     if (!faults) {
       if (o.nodes != e.nodes) {
         return fmt("executed nodes", o.nodes, e.nodes);

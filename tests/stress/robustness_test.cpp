@@ -1,5 +1,6 @@
 // tests/stress/robustness_test.cpp — misuse and bad input at run time: a clear diagnostic, and
-// nothing lost (no frame, argument, exception object or stacklet leaks; the scheduler stays usable).
+// nothing lost (no frame, argument, exception object or stacklet leaks; the scheduler stays
+// usable).
 //
 //   * sync_wait from inside a worker of the same scheduler throws std::logic_error;
 //   * a pool destroyed while another thread's sync_wait is in flight finishes that root; a
@@ -24,8 +25,8 @@
 
 #include <gtest/gtest.h>
 
-#include "common/workloads.hpp"
 #include "common/lifetime.hpp"
+#include "common/workloads.hpp"
 #include "magpie/magpie.hpp"
 
 namespace {
@@ -81,7 +82,8 @@ protected:
   void TearDown() override {
     EXPECT_EQ(magpie::lifetime::live(), m_live) << "tracked values (arguments, frames) leaked";
     EXPECT_EQ(magpie::lifetime::errors(), m_errors)
-        << "lifetime error: " << (magpie::lifetime::first_error() ? magpie::lifetime::first_error() : "");
+        << "lifetime error: "
+        << (magpie::lifetime::first_error() ? magpie::lifetime::first_error() : "");
   }
   long m_live = 0;
   long m_errors = 0;
@@ -113,7 +115,9 @@ TEST_P(robustness, SyncWaitFromAWorkerThrowsLogicError) {
 }
 
 /// A task of one pool may block in sync_wait on another pool: that is not a self-wait.
-magpie::task<long> sync_wait_elsewhere(magpie::pool *other) { co_return magpie::sync_wait(*other, fib, 12); }
+magpie::task<long> sync_wait_elsewhere(magpie::pool *other) {
+  co_return magpie::sync_wait(*other, fib, 12);
+}
 
 TEST(robustness_pools, SyncWaitOnAnotherPoolFromAWorkerWorks) {
   magpie::lazy_pool a(2);
@@ -135,7 +139,8 @@ struct shutdown_probe {
 magpie::task<long> outlive_destructor(shutdown_probe *p) {
   p->started.store(true);
   auto const give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (p->pool->accepting() && std::chrono::steady_clock::now() < give_up) { // the destructor began?
+  while (p->pool->accepting() &&
+         std::chrono::steady_clock::now() < give_up) { // the destructor began?
     std::this_thread::yield();
   }
   p->saw_closing.store(!p->pool->accepting());
@@ -164,7 +169,8 @@ TEST(robustness_pools, DestructorFinishesInFlightRootsAndRefusesNewOnes) {
     shutdown_probe probe;
     probe.pool = pool.get();
     long result = -1;
-    std::thread waiter([&] { result = magpie::sync_wait(*probe.pool, outlive_destructor, &probe); });
+    std::thread waiter(
+        [&] { result = magpie::sync_wait(*probe.pool, outlive_destructor, &probe); });
     while (!probe.started.load()) {
       std::this_thread::yield();
     }
@@ -181,7 +187,8 @@ TEST(robustness_pools, DestructorFinishesInFlightRootsAndRefusesNewOnes) {
     waiter.join();
     outsider.join();
     EXPECT_TRUE(probe.saw_closing.load()) << (lazy ? "lazy" : "busy");
-    EXPECT_EQ(probe.resume_on_result.load(), 1) << "resume_on into a closing pool must throw pool_closed";
+    EXPECT_EQ(probe.resume_on_result.load(), 1)
+        << "resume_on into a closing pool must throw pool_closed";
     EXPECT_EQ(result, fib_of(15)) << "the in-flight root was not finished";
   }
 }
@@ -189,7 +196,9 @@ TEST(robustness_pools, DestructorFinishesInFlightRootsAndRefusesNewOnes) {
 // ---------------------------------------------------------------------------------------------
 // Arguments whose copy throws.
 
-magpie::task<int> take_bomb(copy_bomb b, tracked<int> witness) { co_return b.value() + witness.value(); }
+magpie::task<int> take_bomb(copy_bomb b, tracked<int> witness) {
+  co_return b.value() + witness.value();
+}
 
 magpie::task<int> fork_with_bomb(bool fork, bool armed) {
   copy_bomb bomb(armed, 7);
@@ -275,7 +284,8 @@ TEST_P(robustness, AllocationFailureWhileGrowingLosesNothing) {
       ledger.fail_after(n);
       bool failed = false;
       try {
-        EXPECT_EQ(fresh.run(grow, depth, std::size_t{100}, tracked<int>(1)), expected) << "n = " << n;
+        EXPECT_EQ(fresh.run(grow, depth, std::size_t{100}, tracked<int>(1)), expected)
+            << "n = " << n;
       } catch (std::bad_alloc const &) {
         failed = true;
       }
@@ -297,13 +307,15 @@ TEST_P(robustness, AllocationFailureWhileGrowingLosesNothing) {
   EXPECT_GT(successes, 0u);
   EXPECT_EQ(ledger.live(), 0u) << "stacklets leaked";
   EXPECT_EQ(ledger.errors(), 0u) << "stacklets freed twice or with a wrong size";
-  std::printf("  %zu runs failed with an injected bad_alloc, %zu completed; %zu stacklets allocated\n", failures,
-              successes, ledger.allocations());
+  std::printf(
+      "  %zu runs failed with an injected bad_alloc, %zu completed; %zu stacklets allocated\n",
+      failures, successes, ledger.allocations());
 }
 
 INSTANTIATE_TEST_SUITE_P(schedulers, robustness,
-                         ::testing::Values(param{kind::inline_, 1}, param{kind::busy, 1}, param{kind::busy, 2},
-                                           param{kind::lazy, 2}, param{kind::lazy, 3}, param{kind::busy, 8}),
+                         ::testing::Values(param{kind::inline_, 1}, param{kind::busy, 1},
+                                           param{kind::busy, 2}, param{kind::lazy, 2},
+                                           param{kind::lazy, 3}, param{kind::busy, 8}),
                          name);
 
 } // namespace

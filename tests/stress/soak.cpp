@@ -19,7 +19,8 @@
 namespace {
 
 void usage() {
-  std::fprintf(stderr, "usage: magpie_soak --soak SECONDS [--seed N] [--slice SECONDS] [--quiet]\n");
+  std::fprintf(stderr,
+               "usage: magpie_soak --soak SECONDS [--seed N] [--slice SECONDS] [--quiet]\n");
 }
 
 } // namespace
@@ -28,7 +29,9 @@ int main(int argc, char **argv) {
   using namespace magpie::stress;
   double total = -1;
   double slice = 1.0;
-  std::uint64_t seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) % 1000000000;
+  std::uint64_t seed =
+      static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) %
+      1000000000;
   bool quiet = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--soak") == 0 && i + 1 < argc) {
@@ -56,12 +59,14 @@ int main(int argc, char **argv) {
     }
   }
 
-  std::printf("magpie soak: %.0f s, first seed %llu\n", total, static_cast<unsigned long long>(seed));
+  std::printf("magpie soak: %.0f s, first seed %llu\n", total,
+              static_cast<unsigned long long>(seed));
   auto const start = std::chrono::steady_clock::now();
   std::size_t programs = 0, skipped = 0, threw = 0, faulted = 0, injected = 0, slices = 0;
   std::uint64_t tasks = 0, steals = 0, resumes = 0;
   for (std::size_t round = 0;; ++round) {
-    double const elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double const elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (elapsed >= total && round > 0) {
       break;
     }
@@ -91,9 +96,10 @@ int main(int argc, char **argv) {
     resumes += r.resumes;
     seed += r.programs + r.skipped;
     if (!quiet) {
-      std::printf("  %-6s %zu workers%s: %6zu programs %10llu tasks %8llu steals\n", name_of(kind), workers,
-                  c.fault_per_million != 0 ? " +faults" : "        ", r.programs,
-                  static_cast<unsigned long long>(r.tasks), static_cast<unsigned long long>(r.steals));
+      std::printf("  %-6s %zu workers%s: %6zu programs %10llu tasks %8llu steals\n", name_of(kind),
+                  workers, c.fault_per_million != 0 ? " +faults" : "        ", r.programs,
+                  static_cast<unsigned long long>(r.tasks),
+                  static_cast<unsigned long long>(r.steals));
       std::fflush(stdout);
     }
     if (!r.failures.empty()) {
@@ -103,12 +109,14 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  double const elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("magpie soak: %zu programs (%zu threw, %zu ended in an injected bad_alloc; %zu skipped "
-              "as too large), %llu tasks, %llu steals, %llu resume_on, %zu allocation failures "
-              "injected, %zu slices in %.1f s: all matched their serial projection\n",
-              programs, threw, faulted, skipped, static_cast<unsigned long long>(tasks),
-              static_cast<unsigned long long>(steals), static_cast<unsigned long long>(resumes), injected,
-              slices, elapsed);
+  double const elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf(
+      "magpie soak: %zu programs (%zu threw, %zu ended in an injected bad_alloc; %zu skipped "
+      "as too large), %llu tasks, %llu steals, %llu resume_on, %zu allocation failures "
+      "injected, %zu slices in %.1f s: all matched their serial projection\n",
+      programs, threw, faulted, skipped, static_cast<unsigned long long>(tasks),
+      static_cast<unsigned long long>(steals), static_cast<unsigned long long>(resumes), injected,
+      slices, elapsed);
   return 0;
 }

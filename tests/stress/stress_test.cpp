@@ -28,7 +28,8 @@ struct param {
 };
 
 std::string name(::testing::TestParamInfo<param> const &info) {
-  return std::string(magpie::stress::name_of(info.param.kind)) + "_" + std::to_string(info.param.workers);
+  return std::string(magpie::stress::name_of(info.param.kind)) + "_" +
+         std::to_string(info.param.workers);
 }
 
 std::vector<param> every_scheduler() {
@@ -48,16 +49,18 @@ double env_double(char const *name, double fallback) {
 
 std::uint64_t first_seed(param const &p, std::uint64_t salt) {
   auto const shift = static_cast<std::uint64_t>(env_double("MAGPIE_STRESS_SEED", 0));
-  return 1 + shift * 1000003 + salt * 100000 + static_cast<std::uint64_t>(p.kind) * 10000 + p.workers * 1000;
+  return 1 + shift * 1000003 + salt * 100000 + static_cast<std::uint64_t>(p.kind) * 10000 +
+         p.workers * 1000;
 }
 
 void report(batch_result const &r) {
-  std::printf("  %zu programs (%zu skipped as too large, %zu threw, %zu ended in an injected "
-              "bad_alloc), %llu tasks, %llu leaves, %llu resume_on, %llu steals, %zu faults injected, "
-              "%.2f s\n",
-              r.programs, r.skipped, r.threw, r.faulted, static_cast<unsigned long long>(r.tasks),
-              static_cast<unsigned long long>(r.leaves), static_cast<unsigned long long>(r.resumes),
-              static_cast<unsigned long long>(r.steals), r.injected, r.seconds);
+  std::printf(
+      "  %zu programs (%zu skipped as too large, %zu threw, %zu ended in an injected "
+      "bad_alloc), %llu tasks, %llu leaves, %llu resume_on, %llu steals, %zu faults injected, "
+      "%.2f s\n",
+      r.programs, r.skipped, r.threw, r.faulted, static_cast<unsigned long long>(r.tasks),
+      static_cast<unsigned long long>(r.leaves), static_cast<unsigned long long>(r.resumes),
+      static_cast<unsigned long long>(r.steals), r.injected, r.seconds);
   for (auto const &f : r.failures) {
     ADD_FAILURE() << f;
   }
@@ -92,7 +95,7 @@ TEST_P(stress, AllocationFailuresLoseNothing) {
   c.first_seed = first_seed(GetParam(), 1);
   c.seconds = env_double("MAGPIE_STRESS_SECONDS", 0.6) / 2;
   c.max_programs = 100000;
-  c.min_programs = 64;           // four cold restarts of the scheduler at least (driver.hpp)
+  c.min_programs = 64;          // four cold restarts of the scheduler at least (driver.hpp)
   c.fault_per_million = 150000; // 15% of stacklet allocations fail
   batch_result const r = magpie::stress::run_batch(c);
   report(r);

@@ -26,9 +26,10 @@
 // GCC turns symmetric transfer (one coroutine resuming the next from await_suspend) into a tail
 // call only when it optimises sibling calls (-O2, or -O1 -foptimize-sibling-calls). Without it,
 // every fork, call and return grows the OS stack and long computations overflow it.
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__OPTIMIZE__) && !defined(MAGPIE_NO_O0_WARNING)
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__OPTIMIZE__) &&                          \
+    !defined(MAGPIE_NO_O0_WARNING)
 #  pragma message("magpie: GCC without optimisation cannot tail-call symmetric transfer; deep or " \
-                  "long task graphs will overflow the OS stack. Build with -O2 (or -O1 " \
+                  "long task graphs will overflow the OS stack. Build with -O2 (or -O1 "           \
                   "-foptimize-sibling-calls); define MAGPIE_NO_O0_WARNING to silence this.")
 #endif
 
@@ -45,7 +46,7 @@ namespace magpie::core::detail {
 
 #if MAGPIE_DEBUG
 /// Checks a precondition that the type system cannot; `message` says what the user should do.
-#  define MAGPIE_ASSERT(expr, message)                                                              \
+#  define MAGPIE_ASSERT(expr, message)                                                             \
     ((expr) ? static_cast<void>(0)                                                                 \
             : ::magpie::core::detail::assertion_failed(#expr, message, __FILE__, __LINE__))
 #else
@@ -53,6 +54,6 @@ namespace magpie::core::detail {
 #endif
 
 /// Always-on check for conditions that would otherwise corrupt memory or hang.
-#define MAGPIE_CHECK(expr, message)                                                                 \
+#define MAGPIE_CHECK(expr, message)                                                                \
   ((expr) ? static_cast<void>(0)                                                                   \
           : ::magpie::core::detail::assertion_failed(#expr, message, __FILE__, __LINE__))

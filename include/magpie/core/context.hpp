@@ -5,8 +5,8 @@
 // on that thread. Tasks find the current worker through `this_context()`, an accessor the compiler
 // cannot hoist across a suspension point (a task may resume on another thread).
 
-#include <cstddef>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "magpie/core/config.hpp"
@@ -59,7 +59,8 @@ enum class counter : std::uint8_t { steals, steal_fails, jobs, handoffs, sleeps,
 class context {
 public:
   /// `owner` identifies the scheduler (used to detect sync_wait from inside its own worker).
-  explicit context(void const *owner = nullptr, std::size_t index = 0) : m_owner(owner), m_index(index) {
+  explicit context(void const *owner = nullptr, std::size_t index = 0)
+      : m_owner(owner), m_index(index) {
     m_stack.ensure();
   }
   context(context const &) = delete;
@@ -88,8 +89,8 @@ public:
     auto get = [&](counter c) { // relaxed: a snapshot, no edge
       return m_counters[static_cast<std::size_t>(c)].load(std::memory_order_relaxed);
     };
-    return {get(counter::steals), get(counter::steal_fails), get(counter::jobs), get(counter::handoffs),
-            get(counter::sleeps)};
+    return {get(counter::steals), get(counter::steal_fails), get(counter::jobs),
+            get(counter::handoffs), get(counter::sleeps)};
   }
 
   /// Gives the current chain away (a suspended task lives on it) and continues on the spare one,

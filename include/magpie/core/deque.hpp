@@ -36,8 +36,9 @@ struct steal_result {
 
 template <typename T>
 class deque {
-  static_assert(std::is_trivially_copyable_v<T> && std::atomic<T>::is_always_lock_free,
-                "deque items are copied by racing threads: they must be small and trivially copyable");
+  static_assert(
+      std::is_trivially_copyable_v<T> && std::atomic<T>::is_always_lock_free,
+      "deque items are copied by racing threads: they must be small and trivially copyable");
 
   struct ring {
     explicit ring(std::int64_t capacity)
@@ -47,8 +48,12 @@ class deque {
 
     // Slots are atomics accessed relaxed: the edges that order them are on `bottom` (push to
     // steal) and on `top` (a steal's CAS before the owner reuses the slot).
-    void put(std::int64_t i, T x) noexcept { m_slots[i & m_mask].store(x, std::memory_order_relaxed); }
-    T get(std::int64_t i) const noexcept { return m_slots[i & m_mask].load(std::memory_order_relaxed); }
+    void put(std::int64_t i, T x) noexcept {
+      m_slots[i & m_mask].store(x, std::memory_order_relaxed);
+    }
+    T get(std::int64_t i) const noexcept {
+      return m_slots[i & m_mask].load(std::memory_order_relaxed);
+    }
 
     std::int64_t m_mask;
     std::unique_ptr<std::atomic<T>[]> m_slots;
@@ -79,7 +84,7 @@ public:
   /// Owner only. Pushes `x` at the bottom; grows the ring when full (may throw std::bad_alloc).
   void push(T x) {
     std::int64_t const b = m_bottom.load(std::memory_order_relaxed); // only the owner writes it
-    ring *r = m_ring.load(std::memory_order_relaxed);                 // only the owner writes it
+    ring *r = m_ring.load(std::memory_order_relaxed);                // only the owner writes it
     if (b - m_top_cache >= r->capacity()) {
       // acquire: pairs with a thief's successful CAS on `top`, so its read of the slot is done
       // before we overwrite it.
@@ -117,7 +122,7 @@ public:
   /// Owner only. A push after reserve_one(), with no owner operation in between: cannot fail.
   MAGPIE_FORCEINLINE void push_reserved(T x) noexcept {
     std::int64_t const b = m_bottom.load(std::memory_order_relaxed); // only the owner writes it
-    m_ring.load(std::memory_order_relaxed)->put(b, x);                // only the owner writes it
+    m_ring.load(std::memory_order_relaxed)->put(b, x);               // only the owner writes it
     // release: publishes the slot and the pushed frame's state to a thief that reads `bottom`.
     m_bottom.store(b + 1, std::memory_order_release);
   }
@@ -125,7 +130,7 @@ public:
   /// Owner only. Pops from the bottom.
   MAGPIE_FORCEINLINE pop_result pop() noexcept {
     std::int64_t const b = m_bottom.load(std::memory_order_relaxed) - 1; // only the owner writes it
-    ring *r = m_ring.load(std::memory_order_relaxed);                     // only the owner writes it
+    ring *r = m_ring.load(std::memory_order_relaxed);                    // only the owner writes it
 #if MAGPIE_ASYMMETRIC_FENCES
     // Store bottom, then load top, with a barrier between that pairs with the heavy fence in
     // steal(): a thief that read the old bottom has already moved top where we see it.
@@ -196,7 +201,9 @@ public:
   }
 
   /// Current ring capacity (owner only; for tests).
-  std::int64_t capacity() const noexcept { return m_ring.load(std::memory_order_relaxed)->capacity(); }
+  std::int64_t capacity() const noexcept {
+    return m_ring.load(std::memory_order_relaxed)->capacity();
+  }
 
 private:
   MAGPIE_NOINLINE ring *grow(ring *old, std::int64_t t, std::int64_t b) {
@@ -214,8 +221,8 @@ private:
   alignas(64) std::atomic<std::int64_t> m_top{0};
   alignas(64) std::atomic<std::int64_t> m_bottom{0};
   std::atomic<ring *> m_ring{nullptr};
-  std::int64_t m_top_cache = 0;                // owner's lower bound on top
-  std::vector<std::unique_ptr<ring>> m_rings;  // owner only; freed with the deque
+  std::int64_t m_top_cache = 0;               // owner's lower bound on top
+  std::vector<std::unique_ptr<ring>> m_rings; // owner only; freed with the deque
 };
 
 } // namespace magpie::core

@@ -65,7 +65,9 @@ inline constexpr bool trivial_frame_v =
 template <typename Fn, typename Tuple>
 auto *create_task(Fn &&fn, Tuple &&args) {
   auto fresh = std::apply(
-      [&](auto &&...a) { return std::invoke(std::forward<Fn>(fn), std::forward<decltype(a)>(a)...); },
+      [&](auto &&...a) {
+        return std::invoke(std::forward<Fn>(fn), std::forward<decltype(a)>(a)...);
+      },
       std::forward<Tuple>(args));
   auto *p = task_access::take(fresh);
   using value_type = typename decltype(fresh)::value_type;
@@ -126,11 +128,13 @@ struct [[nodiscard("co_await it")]] spawn_request {
   auto magpie_bind(frame_base &parent) && {
     if constexpr (Fork) {
       parent.m_ctx->tasks().reserve_one(); // may throw: nothing has happened yet
-      frame_base *child = make_child(parent, m_ret, std::forward<Fn>(m_fn), std::move(m_args), frame_kind::forked);
+      frame_base *child =
+          make_child(parent, m_ret, std::forward<Fn>(m_fn), std::move(m_args), frame_kind::forked);
       parent.m_unjoined = true;
       return forked_child{&parent, child};
     } else {
-      return called_child{make_child(parent, m_ret, std::forward<Fn>(m_fn), std::move(m_args), frame_kind::called)};
+      return called_child{
+          make_child(parent, m_ret, std::forward<Fn>(m_fn), std::move(m_args), frame_kind::called)};
     }
   }
 
@@ -204,7 +208,8 @@ struct [[nodiscard("co_await it")]] join_request {
 
   template <typename Self = join_request>
   void operator co_await() const {
-    static_assert(sizeof(Self) == 0, "magpie::join can only be co_awaited inside a magpie::task coroutine");
+    static_assert(sizeof(Self) == 0,
+                  "magpie::join can only be co_awaited inside a magpie::task coroutine");
   }
 };
 
@@ -218,7 +223,8 @@ auto fork(R *ret, Fn &&fn, Args &&...args) {
   static_assert(std::is_same_v<R, detail::value_of<Fn, Args...>>,
                 "magpie::fork/call: the return pointer must point to the child's value type T "
                 "(the child returns magpie::task<T>)");
-  return detail::spawn_request<true, R, Fn, Args...>{ret, std::forward<Fn>(fn), {std::forward<Args>(args)...}};
+  return detail::spawn_request<true, R, Fn, Args...>{
+      ret, std::forward<Fn>(fn), {std::forward<Args>(args)...}};
 }
 
 /// fork without a return pointer: for task<void>, or to discard the child's value.
@@ -226,7 +232,8 @@ template <typename Fn, typename... Args>
   requires async_function<Fn, Args...>
 auto fork(Fn &&fn, Args &&...args) {
   using slot = detail::return_slot_t<detail::value_of<Fn, Args...>>;
-  return detail::spawn_request<true, std::conditional_t<std::is_void_v<slot>, char, slot>, Fn, Args...>{
+  return detail::spawn_request<true, std::conditional_t<std::is_void_v<slot>, char, slot>, Fn,
+                               Args...>{
       nullptr, std::forward<Fn>(fn), {std::forward<Args>(args)...}};
 }
 
@@ -237,7 +244,8 @@ auto call(R *ret, Fn &&fn, Args &&...args) {
   static_assert(std::is_same_v<R, detail::value_of<Fn, Args...>>,
                 "magpie::fork/call: the return pointer must point to the child's value type T "
                 "(the child returns magpie::task<T>)");
-  return detail::spawn_request<false, R, Fn, Args...>{ret, std::forward<Fn>(fn), {std::forward<Args>(args)...}};
+  return detail::spawn_request<false, R, Fn, Args...>{
+      ret, std::forward<Fn>(fn), {std::forward<Args>(args)...}};
 }
 
 /// call without a return pointer.
@@ -245,7 +253,8 @@ template <typename Fn, typename... Args>
   requires async_function<Fn, Args...>
 auto call(Fn &&fn, Args &&...args) {
   using slot = detail::return_slot_t<detail::value_of<Fn, Args...>>;
-  return detail::spawn_request<false, std::conditional_t<std::is_void_v<slot>, char, slot>, Fn, Args...>{
+  return detail::spawn_request<false, std::conditional_t<std::is_void_v<slot>, char, slot>, Fn,
+                               Args...>{
       nullptr, std::forward<Fn>(fn), {std::forward<Args>(args)...}};
 }
 

@@ -124,17 +124,17 @@ struct frame_base {
     m_deferred = nullptr;
   }
 
-  std::coroutine_handle<> m_handle;  ///< this task's coroutine
-  frame_base *m_parent = nullptr;    ///< the task (or root_block) waiting for this one
-  context *m_ctx = nullptr;          ///< the worker running this task (updated on every hop)
-  stacklet *m_stack = nullptr;       ///< the chain this task owns while it is suspended
+  std::coroutine_handle<> m_handle; ///< this task's coroutine
+  frame_base *m_parent = nullptr;   ///< the task (or root_block) waiting for this one
+  context *m_ctx = nullptr;         ///< the worker running this task (updated on every hop)
+  stacklet *m_stack = nullptr;      ///< the chain this task owns while it is suspended
   std::atomic<exception_box *> m_exception{nullptr}; ///< a child's exception, for the next join
-  deferred_free *m_deferred = nullptr; ///< stack arrays unwound while the task was stolen
+  deferred_free *m_deferred = nullptr;           ///< stack arrays unwound while the task was stolen
   std::atomic<std::uint32_t> m_joins{join_init}; ///< split join counter (see protocols.md)
-  std::uint32_t m_steals = 0;        ///< continuations stolen in this scope (runner only)
+  std::uint32_t m_steals = 0; ///< continuations stolen in this scope (runner only)
   frame_kind m_kind = frame_kind::called;
-  bool m_unjoined = false;           ///< forked since the last join
-  bool m_at_final = false;           ///< waiting in final suspend for stolen children
+  bool m_unjoined = false; ///< forked since the last join
+  bool m_at_final = false; ///< waiting in final suspend for stolen children
   /// Nothing in the frame needs destroying once the body has finished (promise and parameter
   /// copies are trivially destructible), so the frame's bytes can be released without the
   /// coroutine's destroy path.

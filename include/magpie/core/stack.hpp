@@ -96,13 +96,16 @@ public:
   static stacklet *create(std::size_t capacity, stacklet *prev) {
     auto &g = detail::globals();
     std::size_t const bytes = sizeof(stacklet) + capacity;
-    void *mem = g.allocate.load(std::memory_order_relaxed)(bytes); // hooks: see set_stacklet_allocator
+    void *mem =
+        g.allocate.load(std::memory_order_relaxed)(bytes); // hooks: see set_stacklet_allocator
     auto *s = ::new (mem) stacklet(capacity, prev);
     g.allocated.fetch_add(1, std::memory_order_relaxed); // statistics only: no ordering
     g.live.fetch_add(1, std::memory_order_relaxed);
-    std::size_t const now = g.bytes_live.fetch_add(bytes, std::memory_order_relaxed) + bytes; // stats
-    std::size_t peak = g.bytes_peak.load(std::memory_order_relaxed); // statistics: no edge
-    while (now > peak && !g.bytes_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    std::size_t const now =
+        g.bytes_live.fetch_add(bytes, std::memory_order_relaxed) + bytes; // stats
+    std::size_t peak = g.bytes_peak.load(std::memory_order_relaxed);      // statistics: no edge
+    while (now > peak &&
+           !g.bytes_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
     }
     return s;
   }
@@ -133,11 +136,12 @@ private:
   stacklet(std::size_t capacity, stacklet *prev) noexcept
       : m_prev(prev), m_capacity(capacity), m_saved_sp(base()) {}
 
-  stacklet *m_prev;          // the segment below, or null for the first
+  stacklet *m_prev;           // the segment below, or null for the first
   stacklet *m_next = nullptr; // a cached empty segment above, or null
-  std::size_t m_capacity;    // usable bytes after the header
-  std::byte *m_saved_sp;     // the bump pointer, valid while this is not the top of a live stack
-  [[maybe_unused]] std::byte m_pad[64 - 4 * sizeof(void *)]; // 64-byte header: the data starts cache-aligned
+  std::size_t m_capacity;     // usable bytes after the header
+  std::byte *m_saved_sp;      // the bump pointer, valid while this is not the top of a live stack
+  [[maybe_unused]] std::byte
+      m_pad[64 - 4 * sizeof(void *)]; // 64-byte header: the data starts cache-aligned
 };
 
 static_assert(sizeof(stacklet) == 64);

@@ -46,9 +46,10 @@ public:
     for (std::size_t i = m_size; i-- > 0;) { // reverse order of construction
       m_data[i].~T();
     }
-    MAGPIE_ASSERT(!m_owner->m_unjoined || std::uncaught_exceptions() > 0,
-                  "a magpie::stack_array was freed inside a fork-join scope: let it go out of scope "
-                  "before the first fork or after the join");
+    MAGPIE_ASSERT(
+        !m_owner->m_unjoined || std::uncaught_exceptions() > 0,
+        "a magpie::stack_array was freed inside a fork-join scope: let it go out of scope "
+        "before the first fork or after the join");
     if (m_owner->m_steals != 0) [[unlikely]] {
       // Inside a scope whose continuation was stolen (an exception is unwinding it): the array
       // is on the task's own chain, which another worker holds until the children finish. It is

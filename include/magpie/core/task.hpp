@@ -120,7 +120,8 @@ struct promise<void> : promise_common {
 /// The return type of an async function returning `T`. It is not a value the user keeps: pass the
 /// function (not its result) to fork, call or sync_wait.
 template <typename T>
-class [[nodiscard("pass async functions to magpie::fork/call/sync_wait; do not call them directly")]] task {
+class [[nodiscard(
+    "pass async functions to magpie::fork/call/sync_wait; do not call them directly")]] task {
 public:
   using value_type = T;
   using promise_type = detail::promise<T>;
@@ -177,7 +178,8 @@ inline constexpr bool is_task_v<task<T>> = true;
 
 /// An async function: invocable with `Args` and returning some task<T>.
 template <typename Fn, typename... Args>
-concept async_function = std::invocable<Fn, Args...> && detail::is_task_v<std::invoke_result_t<Fn, Args...>>;
+concept async_function =
+    std::invocable<Fn, Args...> && detail::is_task_v<std::invoke_result_t<Fn, Args...>>;
 
 /// The value type of the task that `Fn(Args...)` returns.
 template <typename Fn, typename... Args>

@@ -50,7 +50,8 @@ template <typename Fn, typename... Args>
 struct root_job final : job, core::root_block {
   using value_type = core::async_result_t<Fn, Args...>;
 
-  root_job(Fn &&fn, Args &&...args) : m_fn(std::forward<Fn>(fn)), m_args(std::forward<Args>(args)...) {
+  root_job(Fn &&fn, Args &&...args)
+      : m_fn(std::forward<Fn>(fn)), m_args(std::forward<Args>(args)...) {
     m_run = &start;
     m_on_complete = &complete;
   }

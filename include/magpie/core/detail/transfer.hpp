@@ -36,8 +36,8 @@ inline std::coroutine_handle<> continue_after_handoff(context *ctx) noexcept {
 
 /// A forked child finished and found its parent's continuation gone from the deque: the parent
 /// was stolen. Arrive at the parent's join; resume it if we are the last to arrive.
-MAGPIE_NOINLINE inline std::coroutine_handle<> arrive_at_stolen_parent(context *ctx,
-                                                                       frame_base *parent) noexcept {
+MAGPIE_NOINLINE inline std::coroutine_handle<>
+arrive_at_stolen_parent(context *ctx, frame_base *parent) noexcept {
   // Frames still on our stack belong to the parent (its own frame is the top one): the parent
   // owns this chain from now on. This must happen before the decrement below, after which the
   // parent may be resumed elsewhere and take the chain.
@@ -96,9 +96,8 @@ MAGPIE_NOINLINE inline void settle_before_destroy(frame_base *f, context *ctx) n
 
 /// Destroys a finished task's frame and continues with whatever comes next on this worker.
 MAGPIE_FINAL_INLINE std::coroutine_handle<> final_transfer(frame_base *f) noexcept {
-  MAGPIE_ASSERT(!f->m_unjoined,
-                "a magpie task returned with forked children it never joined: add "
-                "`co_await magpie::join();` before co_return");
+  MAGPIE_ASSERT(!f->m_unjoined, "a magpie task returned with forked children it never joined: add "
+                                "`co_await magpie::join();` before co_return");
   if (f->m_steals != 0) [[unlikely]] {
     return final_join(f);
   }
@@ -123,7 +122,8 @@ MAGPIE_FINAL_INLINE std::coroutine_handle<> final_transfer(frame_base *f) noexce
     return parent->m_handle;
   case frame_kind::forked:
     if (auto popped = ctx->tasks().pop()) [[likely]] {
-      MAGPIE_ASSERT(popped.value == parent, "internal: popped a continuation that is not the parent");
+      MAGPIE_ASSERT(popped.value == parent,
+                    "internal: popped a continuation that is not the parent");
       return parent->m_handle;
     }
     return arrive_at_stolen_parent(ctx, parent);
