@@ -29,19 +29,8 @@ case "$compiler" in
   *) echo "bench.sh: --compiler must be gcc or clang" >&2; exit 2 ;;
 esac
 
-# 1. Packages, installed only if missing.
-packages=(cmake ninja-build g++-12 clang-16 libomp-16-dev libtbb-dev libbenchmark-dev python3-matplotlib)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "bench.sh: installing ${missing[*]}"
-  sudo=""
-  if [[ $(id -u) -ne 0 ]]; then sudo=sudo; fi
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
-fi
+# 1. Packages, installed only if missing (shared with scripts/test.sh).
+scripts/deps.sh bench
 
 # 2. Configure and build (Release; the preset fixes the compiler and the build folder).
 echo "bench.sh: building preset $preset"
