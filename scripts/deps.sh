@@ -5,7 +5,7 @@ set -euo pipefail
 
 common=(cmake ninja-build g++-12 clang-16 libclang-rt-16-dev)
 case "${1:-test}" in
-  test)  wanted=("${common[@]}" libgtest-dev spin clang-format-16) ;;
+  test)  wanted=("${common[@]}" libgtest-dev spin gcc clang-format-16) ;;
   bench) wanted=("${common[@]}" libtbb-dev libomp-16-dev libbenchmark-dev python3 python3-matplotlib time) ;;
   *) echo "usage: $0 test|bench" >&2; exit 2 ;;
 esac
