@@ -5,17 +5,12 @@ namespace {
 using integrate_problem::f;
 
 double integ(double x1, double y1, double x2, double y2, double area, double eps) {
-  double const half = (x2 - x1) / 2;
-  double const x0 = x1 + half;
-  double const y0 = f(x0);
-  double const a1 = (y1 + y0) / 2 * half;
-  double const a2 = (y0 + y2) / 2 * half;
-  double const a12 = a1 + a2;
-  if (a12 - area < eps && area - a12 < eps) {
-    return a12;
+  auto const s = integrate_problem::split(x1, y1, x2, y2, area, eps);
+  if (s.done) {
+    return s.a12;
   }
-  double const l = integ(x1, y1, x0, y0, a1, eps);
-  double const r = integ(x0, y0, x2, y2, a2, eps);
+  double const l = integ(x1, y1, s.x0, s.y0, s.a1, eps);
+  double const r = integ(s.x0, s.y0, x2, y2, s.a2, eps);
   return l + r;
 }
 } // namespace
