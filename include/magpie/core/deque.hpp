@@ -83,20 +83,8 @@ public:
 
   /// Owner only. Pushes `x` at the bottom; grows the ring when full (may throw std::bad_alloc).
   void push(T x) {
-    std::int64_t const b = m_bottom.load(std::memory_order_relaxed); // only the owner writes it
-    ring *r = m_ring.load(std::memory_order_relaxed);                // only the owner writes it
-    if (b - m_top_cache >= r->capacity()) {
-      // acquire: pairs with a thief's successful CAS on `top`, so its read of the slot is done
-      // before we overwrite it.
-      m_top_cache = m_top.load(std::memory_order_acquire);
-      if (b - m_top_cache >= r->capacity()) {
-        r = grow(r, m_top_cache, b);
-      }
-    }
-    r->put(b, x);
-    // release: publishes the slot write (and everything the owner wrote before, e.g. the frame
-    // being pushed) to a thief that reads `bottom`.
-    m_bottom.store(b + 1, std::memory_order_release);
+    reserve_one(); // the only step that can throw
+    push_reserved(x);
   }
 
   /// The outcome of pop(): `ok` is false when the deque was empty or a thief took the last item.
@@ -110,7 +98,8 @@ public:
   MAGPIE_FORCEINLINE void reserve_one() {
     std::int64_t const b = m_bottom.load(std::memory_order_relaxed); // only the owner writes it
     if (b - m_top_cache >= m_ring.load(std::memory_order_relaxed)->capacity()) [[unlikely]] {
-      // acquire: as in push()
+      // acquire: pairs with a thief's successful CAS on `top`, so its read of the slot is done
+      // before we overwrite it.
       m_top_cache = m_top.load(std::memory_order_acquire);
       ring *r = m_ring.load(std::memory_order_relaxed); // only the owner writes it
       if (b - m_top_cache >= r->capacity()) {
