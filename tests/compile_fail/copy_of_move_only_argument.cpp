@@ -1,6 +1,6 @@
-// EXPECT: async_function
+// EXPECT: an argument cannot be copied .*: pass std::move[(]x[)]
 // A move-only argument passed as an lvalue: the child takes it by value, so fork would have to
-// copy it. Rejected by fork's constraint (magpie::core::async_function<Fn, Args...>).
+// copy it. fork says what to do instead.
 #include <memory>
 
 #include "magpie/magpie.hpp"

@@ -1,4 +1,4 @@
-// EXPECT: async_function
+// EXPECT: fn must return magpie::task<T>
 // fork of an ordinary function (it does not return magpie::task<T>).
 #include "magpie/magpie.hpp"
 

@@ -6,8 +6,10 @@
 //   co_await magpie::join();                 // wait for every child forked since the last join
 //
 // The return pointer is omitted for task<void> and to discard a value. Arguments are passed to
-// `fn` as given; since children finish before their parent returns, references into the parent's
-// frame are safe. A child's exception is rethrown by the parent's next join().
+// `fn` as given. Children finish before their parent's join returns, so a child's reference
+// parameters may refer to the parent's locals (lvalues that outlive the join); a forked child's
+// reference parameter bound to a temporary is rejected at compile time (detail/signature.hpp).
+// A child's exception is rethrown by the parent's next join().
 
 #include <coroutine>
 #include <cstddef>
@@ -17,6 +19,7 @@
 #include <utility>
 
 #include "magpie/core/config.hpp"
+#include "magpie/core/detail/signature.hpp"
 #include "magpie/core/frame.hpp"
 #include "magpie/core/task.hpp"
 
@@ -25,42 +28,6 @@ namespace magpie::core {
 namespace detail {
 
 /// Calls `fn(args...)` on this worker's stack and takes the new (suspended) task's promise.
-/// Whether the parameters of the coroutine `Fn` are all trivially destructible: then its frame,
-/// once finished, holds nothing that needs destroying (see frame_base::m_trivial_frame). False when
-/// it cannot be told (overloaded or generic callables): the frame is then destroyed normally.
-template <typename Fn>
-struct trivial_parameters : std::false_type {};
-template <typename R, typename... P>
-struct trivial_parameters<R (*)(P...)>
-    : std::bool_constant<(std::is_trivially_destructible_v<std::remove_cvref_t<P>> && ...)> {};
-template <typename R, typename... P>
-struct trivial_parameters<R (*)(P...) noexcept> : trivial_parameters<R (*)(P...)> {};
-template <typename R, typename C, typename... P>
-struct trivial_parameters<R (C::*)(P...) const> : trivial_parameters<R (*)(P...)> {};
-template <typename R, typename C, typename... P>
-struct trivial_parameters<R (C::*)(P...)> : trivial_parameters<R (*)(P...)> {};
-template <typename R, typename C, typename... P>
-struct trivial_parameters<R (C::*)(P...) const noexcept> : trivial_parameters<R (*)(P...)> {};
-template <typename R, typename C, typename... P>
-struct trivial_parameters<R (C::*)(P...) noexcept> : trivial_parameters<R (*)(P...)> {};
-template <typename Fn>
-consteval bool has_trivial_parameters() {
-  using F = std::remove_cvref_t<Fn>;
-  if constexpr (std::is_function_v<F>) {
-    return trivial_parameters<F *>::value;
-  } else if constexpr (std::is_pointer_v<F> || std::is_member_function_pointer_v<F>) {
-    return trivial_parameters<F>::value;
-  } else if constexpr (requires { &F::operator(); }) { // one non-template call operator
-    return trivial_parameters<decltype(&F::operator())>::value;
-  } else {
-    return false;
-  }
-}
-
-template <typename Fn, typename T>
-inline constexpr bool trivial_frame_v =
-    std::is_trivially_destructible_v<promise<T>> && has_trivial_parameters<Fn>();
-
 /// `args` is a tuple of references, consumed (moved from) once.
 template <typename Fn, typename Tuple>
 auto *create_task(Fn &&fn, Tuple &&args) {
@@ -69,10 +36,7 @@ auto *create_task(Fn &&fn, Tuple &&args) {
         return std::invoke(std::forward<Fn>(fn), std::forward<decltype(a)>(a)...);
       },
       std::forward<Tuple>(args));
-  auto *p = task_access::take(fresh);
-  using value_type = typename decltype(fresh)::value_type;
-  p->m_trivial_frame = trivial_frame_v<Fn, value_type>;
-  return p;
+  return task_access::take(fresh);
 }
 
 /// Creates the child of `parent` and links it to its parent.
@@ -215,47 +179,139 @@ struct [[nodiscard("co_await it")]] join_request {
 
 } // namespace detail
 
+namespace detail {
+
+template <typename T>
+inline constexpr bool dependent_false_v = false;
+
+/// `fork(ret, fn, args...)` rather than `fork(fn, args...)`: the first argument is an object
+/// pointer and the rest is an async call.
+template <typename First, typename... Rest>
+consteval bool is_return_form() {
+  using P = std::remove_cvref_t<First>;
+  if constexpr (sizeof...(Rest) == 0 || !std::is_pointer_v<P>) {
+    return false;
+  } else if constexpr (std::is_function_v<std::remove_pointer_t<P>>) {
+    return false; // a function pointer is the callable, not a return pointer
+  } else {
+    return []<typename Fn, typename... Args>(type_list<Fn, Args...>) {
+      return async_function<Fn, Args...>;
+    }(type_list<Rest...>{});
+  }
+}
+
+/// What a rejected fork/call returns after its static_assert: awaitable, so that the error above
+/// is the only one reported.
+struct rejected_request {
+  using magpie_awaitable = void;
+  std::suspend_never magpie_bind(frame_base &) const noexcept { return {}; }
+};
+
+/// Why `fn(args...)` is not an async call, as a compile-time error that says what to do.
+template <typename Fn, typename... Args>
+rejected_request diagnose_not_async() {
+  if constexpr (!std::invocable<Fn, Args...> &&
+                std::invocable<Fn, std::remove_cvref_t<Args> &&...>) {
+    static_assert(dependent_false_v<Fn>,
+                  "magpie::fork/call: an argument cannot be copied into the child's by-value "
+                  "parameter (a move-only object passed as an lvalue): pass std::move(x)");
+  } else if constexpr (!std::invocable<Fn, Args...>) {
+    static_assert(dependent_false_v<Fn>,
+                  "magpie::fork/call: fn cannot be called with these arguments: check their number "
+                  "and types against fn's parameters");
+  } else {
+    static_assert(dependent_false_v<Fn>,
+                  "magpie::fork/call: fn must return magpie::task<T>: fork and call start async "
+                  "functions (coroutines returning magpie::task<T>); call a plain function "
+                  "directly");
+  }
+  return {};
+}
+
+/// The compile-time half of fork's contract: no argument of a forked child may refer to a
+/// temporary of the parent's full-expression (see detail/signature.hpp).
+template <typename Fn, typename... Args>
+consteval bool check_fork_lifetimes() {
+  constexpr fork_args_verdict v = check_fork_args<Fn, Args...>();
+  static_assert(v != fork_args_verdict::reference_to_temp,
+                "magpie::fork: a reference parameter of the child would bind to a temporary (an "
+                "rvalue argument, or an lvalue that needs a conversion), which dies when the "
+                "parent's continuation is stolen while the child runs. Pass an lvalue of the "
+                "parameter's type that outlives the join, or take the parameter by value");
+  static_assert(
+      v != fork_args_verdict::temporary_callable,
+      "magpie::fork: a lambda with captures (or a function object with state) passed as a "
+      "temporary: its captures die when the parent's continuation is stolen while the "
+      "child runs. Name it (a local that outlives the join) and pass the lvalue, or "
+      "pass the captured values as by-value parameters");
+  static_assert(v != fork_args_verdict::temporary_object,
+                "magpie::fork: the object of a member-function child is a temporary, which dies "
+                "when the parent's continuation is stolen while the child runs. Pass an lvalue "
+                "(or a pointer) that outlives the join");
+  static_assert(v != fork_args_verdict::default_reference,
+                "magpie::fork: the child has a defaulted reference parameter; its default argument "
+                "is a temporary that dies before the child runs. Pass the argument explicitly, as "
+                "an lvalue that outlives the join");
+  static_assert(v != fork_args_verdict::unknown_with_rvalues,
+                "magpie::fork: the child's parameter types cannot be seen (an overloaded or "
+                "constrained template call operator), so magpie cannot check that no reference "
+                "parameter binds to a temporary. Pass lvalues that outlive the join, or fork a "
+                "callable with explicit parameter types");
+  return true; // the assertions above have reported any problem, each with its own message
+}
+
+template <bool Fork, typename First, typename... Rest>
+auto make_request(First &&first, Rest &&...rest) {
+  if constexpr (is_return_form<First, Rest...>()) {
+    return []<typename R, typename Fn, typename... Args>(R *ret, Fn &&fn, Args &&...args) {
+      static_assert(std::is_same_v<R, value_of<Fn, Args...>>,
+                    "magpie::fork/call: the return pointer must point to the child's value type T "
+                    "(the child returns magpie::task<T>)");
+      if constexpr (Fork) {
+        static_assert(check_fork_lifetimes<Fn, Args...>());
+      }
+      return spawn_request<Fork, R, Fn, Args...>{
+          ret, std::forward<Fn>(fn), {std::forward<Args>(args)...}};
+    }(first, std::forward<Rest>(rest)...);
+  } else if constexpr (async_function<First, Rest...>) {
+    if constexpr (Fork) {
+      static_assert(check_fork_lifetimes<First, Rest...>());
+    }
+    using slot = return_slot_t<value_of<First, Rest...>>;
+    return spawn_request<Fork, std::conditional_t<std::is_void_v<slot>, char, slot>, First,
+                         Rest...>{
+        nullptr, std::forward<First>(first), {std::forward<Rest>(rest)...}};
+  } else if constexpr (std::is_pointer_v<std::remove_cvref_t<First>> &&
+                       !std::is_function_v<std::remove_pointer_t<std::remove_cvref_t<First>>> &&
+                       sizeof...(Rest) != 0) {
+    return diagnose_not_async<Rest...>(); // fork(&r, fn, args...) with a bad fn(args...)
+  } else {
+    return diagnose_not_async<First, Rest...>();
+  }
+}
+
+} // namespace detail
+
 /// Starts `fn(args...)` as a child that runs at once; the parent's continuation may be stolen.
-/// Its value is written to `*ret` by the time the parent's next join() returns.
-template <typename R, typename Fn, typename... Args>
-  requires async_function<Fn, Args...>
-auto fork(R *ret, Fn &&fn, Args &&...args) {
-  static_assert(std::is_same_v<R, detail::value_of<Fn, Args...>>,
-                "magpie::fork/call: the return pointer must point to the child's value type T "
-                "(the child returns magpie::task<T>)");
-  return detail::spawn_request<true, R, Fn, Args...>{
-      ret, std::forward<Fn>(fn), {std::forward<Args>(args)...}};
+///
+///   co_await magpie::fork(&r, fn, args...);  // r = the child's value, by the next join()
+///   co_await magpie::fork(fn, args...);      // for task<void>, or to discard the value
+///
+/// `fn` is an async function (returns magpie::task<T>); `r` must be a `T*`. Arguments are passed
+/// to `fn` as given. Because the parent may move on (on another worker) while the child runs, a
+/// reference parameter of the child must bind to an lvalue that outlives the join: binding one to
+/// a temporary, passing a lambda with captures as a temporary, or a member function's object as
+/// a temporary does not compile (see detail/signature.hpp). By-value parameters take anything.
+template <typename First, typename... Rest>
+auto fork(First &&first, Rest &&...rest) {
+  return detail::make_request<true>(std::forward<First>(first), std::forward<Rest>(rest)...);
 }
 
-/// fork without a return pointer: for task<void>, or to discard the child's value.
-template <typename Fn, typename... Args>
-  requires async_function<Fn, Args...>
-auto fork(Fn &&fn, Args &&...args) {
-  using slot = detail::return_slot_t<detail::value_of<Fn, Args...>>;
-  return detail::spawn_request<true, std::conditional_t<std::is_void_v<slot>, char, slot>, Fn,
-                               Args...>{
-      nullptr, std::forward<Fn>(fn), {std::forward<Args>(args)...}};
-}
-
-/// Runs `fn(args...)` as a child now; the parent continues when it returns. Nothing is stealable.
-template <typename R, typename Fn, typename... Args>
-  requires async_function<Fn, Args...>
-auto call(R *ret, Fn &&fn, Args &&...args) {
-  static_assert(std::is_same_v<R, detail::value_of<Fn, Args...>>,
-                "magpie::fork/call: the return pointer must point to the child's value type T "
-                "(the child returns magpie::task<T>)");
-  return detail::spawn_request<false, R, Fn, Args...>{
-      ret, std::forward<Fn>(fn), {std::forward<Args>(args)...}};
-}
-
-/// call without a return pointer.
-template <typename Fn, typename... Args>
-  requires async_function<Fn, Args...>
-auto call(Fn &&fn, Args &&...args) {
-  using slot = detail::return_slot_t<detail::value_of<Fn, Args...>>;
-  return detail::spawn_request<false, std::conditional_t<std::is_void_v<slot>, char, slot>, Fn,
-                               Args...>{
-      nullptr, std::forward<Fn>(fn), {std::forward<Args>(args)...}};
+/// Runs `fn(args...)` as a child now; the parent continues when it returns. Nothing is stealable,
+/// so temporaries in the arguments live long enough. Forms as for fork.
+template <typename First, typename... Rest>
+auto call(First &&first, Rest &&...rest) {
+  return detail::make_request<false>(std::forward<First>(first), std::forward<Rest>(rest)...);
 }
 
 /// Waits for every child forked since the last join; rethrows the first exception among them.

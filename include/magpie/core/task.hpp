@@ -94,8 +94,25 @@ struct promise_common : frame_base {
   void await_transform(A &&) = delete; // a magpie task can only co_await magpie's awaitables
 };
 
+/// Whether a coroutine whose parameter copies are seen (by the promise's constructor) as lvalues
+/// of types `P...` leaves nothing to destroy in its frame once its body has finished. A reference
+/// parameter is seen as its referent's type, so it counts as non-trivial when the referent is:
+/// conservative (only the cheap release path is lost), never wrong.
+template <typename Promise, typename... P>
+inline constexpr bool trivial_frame_v =
+    std::is_trivially_destructible_v<Promise> &&
+    (std::is_trivially_destructible_v<std::remove_cvref_t<P>> && ...);
+
 template <typename T>
 struct promise : promise_common {
+  /// Sees the coroutine's own parameters (C++20 [dcl.fct.def.coroutine]), whatever the callable
+  /// that fork/call/sync_wait was handed (an adapter returning another coroutine's task included),
+  /// and decides from them whether the frame may be released without running its destroy path.
+  template <typename... P>
+  explicit promise(P &&...) noexcept {
+    m_trivial_frame = trivial_frame_v<promise, P...>;
+  }
+
   task<T> get_return_object() noexcept;
 
   template <typename U>
@@ -111,6 +128,11 @@ struct promise : promise_common {
 
 template <>
 struct promise<void> : promise_common {
+  template <typename... P>
+  explicit promise(P &&...) noexcept { // as promise<T>'s
+    m_trivial_frame = trivial_frame_v<promise, P...>;
+  }
+
   task<void> get_return_object() noexcept;
   void return_void() const noexcept {}
 };
