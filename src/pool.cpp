@@ -1,6 +1,7 @@
 // magpie/src/pool.cpp — the worker loop, stealing, and the lazy pool's sleep/wake protocol.
 //
-// The protocol and why no wake-up is lost: docs/protocols.md, "Sleep and wake-up".
+// The protocol and why no wake-up is lost: docs/protocols.md, "Sleep and wake-up"; why no
+// submission outlives the pool or is lost at shutdown: docs/protocols.md §5.1.
 
 #include "magpie/sched/pool.hpp"
 
