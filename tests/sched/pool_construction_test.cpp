@@ -179,16 +179,16 @@ TEST(pool_construction_self_check, the_injection_fails_the_chosen_allocation) {
   t_seen = 0;
   t_countdown = 1;
   t_armed = true;
-  int *first = new int(1); // allocation 0 succeeds
+  // Calls, not new-expressions: a compiler may elide a new-expression whose result is unused.
+  void *first = ::operator new(sizeof(int)); // allocation 0 succeeds
   bool threw = false;
   try {
-    int *volatile second = new int(2); // allocation 1 fails
-    delete second;
+    ::operator delete(::operator new(sizeof(int))); // allocation 1 fails
   } catch (std::bad_alloc const &) {
     threw = true;
   }
   t_armed = false;
-  delete first;
+  ::operator delete(first);
   EXPECT_TRUE(threw);
   EXPECT_EQ(t_seen, 2);
 }
