@@ -1,6 +1,7 @@
 // magpie/src/pool.cpp — the worker loop, stealing, and the lazy pool's sleep/wake protocol.
 //
-// The protocol and why no wake-up is lost: docs/protocols.md, "Sleep and wake-up".
+// The protocol and why no wake-up is lost: docs/protocols.md, "Sleep and wake-up"; why no
+// submission outlives the pool or is lost at shutdown: docs/protocols.md §5.1.
 
 #include "magpie/sched/pool.hpp"
 
@@ -83,13 +84,22 @@ constexpr unsigned yield_rounds = 256; // failed rounds before a lazy worker tri
 
 pool::pool(std::size_t workers, idle_policy policy) : m_policy(policy) {
   workers = resolve(workers);
+  // Allocation can fail for any worker: until a thread starts, the members free themselves.
   m_workers.reserve(workers);
   for (std::size_t i = 0; i < workers; ++i) {
     m_workers.push_back(std::make_unique<detail::worker>(this, i));
   }
   m_thieves.store(workers, std::memory_order_relaxed); // every worker starts as a thief
-  for (auto &w : m_workers) {
-    w->thread = std::thread([this, &w] { run(*w); });
+  try {
+    for (auto &w : m_workers) {
+      w->thread = std::thread([this, &w] { run(*w); });
+    }
+  } catch (...) {
+    // Thread k could not start (std::system_error, or std::bad_alloc for its state). No
+    // destructor runs for a half-built pool: stop and join the started workers ourselves, before
+    // the members they use are destroyed. Nothing was submitted, so nothing is lost.
+    stop_workers();
+    throw;
   }
 }
 
@@ -98,8 +108,14 @@ pool::~pool() {
   {
     std::unique_lock lock(m_inflight_mutex);
     m_closing.store(true, std::memory_order_release); // new submissions now throw pool_closed
+    // Roots and submissions from tasks (resume_on) alike: after this wait no submitter touches
+    // the pool again, and every job pushed to a pinned queue was pushed before m_stop (§5.1).
     m_inflight_cv.wait(lock, [&] { return m_inflight == 0; });
   }
+  stop_workers();
+}
+
+void pool::stop_workers() noexcept {
   m_stop.store(true,
                std::memory_order_seq_cst); // read by workers; sleepers re-check under the lock
   {
@@ -110,7 +126,9 @@ pool::~pool() {
     }
   }
   for (auto &w : m_workers) {
-    w->thread.join();
+    if (w->thread.joinable()) { // a failed constructor started only some
+      w->thread.join();
+    }
   }
 }
 
@@ -138,29 +156,38 @@ std::size_t pool::choose_worker() noexcept {
   return start; // all busy: any will do, and idle thieves take roots from busy workers
 }
 
-void pool::submit_root(job *j) {
-  {
-    std::lock_guard lock(m_inflight_mutex);
-    if (m_closing.load(std::memory_order_relaxed)) { // written under this mutex
-      throw pool_closed();
-    }
-    ++m_inflight;
+void pool::open_submission() {
+  std::lock_guard lock(m_inflight_mutex);
+  if (m_closing.load(std::memory_order_relaxed)) { // written under this mutex
+    throw pool_closed();
   }
-  std::size_t const index = choose_worker();
-  m_workers[index]->roots.push(j); // seq_cst: before the sleepers check in wake()
-  wake(index);
+  ++m_inflight;
 }
 
-void pool::finish_root() noexcept {
+void pool::close_submission() noexcept {
   std::lock_guard lock(m_inflight_mutex);
   if (--m_inflight == 0) {
     m_inflight_cv.notify_all(); // under the lock: the destructor cannot free the cv before this
   }
 }
 
+void pool::submit_root(job *j) {
+  open_submission(); // held until finish_root(), after the root has completed
+  std::size_t const index = choose_worker();
+  m_workers[index]->roots.push(j); // seq_cst: before the sleepers check in wake()
+  wake(index);
+}
+
+void pool::finish_root() noexcept { close_submission(); }
+
 void pool::submit_to(std::size_t index, job *j) noexcept {
   m_workers[index]->pinned.push(j); // seq_cst: before the sleepers check in wake()
+  // From here on `j` may be running, even finished, and its task's frame gone: touch only the
+  // pool, which our open submission keeps alive (docs/protocols.md §5.1).
   wake(index);
+  // Point of no return: once the count drops, the destructor may free the pool. The mutex orders
+  // our push and wake before the destructor's m_stop store and its frees.
+  close_submission();
 }
 
 void pool::wake(std::size_t index) noexcept {
@@ -340,6 +367,12 @@ void pool::run(detail::worker &w) {
       continue;
     }
     if (m_stop.load(std::memory_order_acquire)) { // acquire: pairs with the destructor's store
+      // Every submission to this pool was pushed before m_stop was stored (the destructor waited
+      // for them under m_inflight_mutex), so this look sees every job still queued for us, even
+      // one that the look at the top of the loop missed (docs/protocols.md §5.1).
+      if (run_jobs(w)) {
+        continue;
+      }
       break;
     }
     idle(w);

@@ -9,9 +9,16 @@
 // lazy_pool: idle workers sleep; while any worker runs tasks at least one stays awake to steal,
 //            and no wake-up is lost (docs/protocols.md, "Sleep and wake-up").
 //
-// Destruction finishes in-flight work: the destructor refuses new submissions (they throw
-// magpie::pool_closed), waits until every submitted root has completed, then joins the threads.
-// Destroying a pool from one of its own workers is an error (checked).
+// Destruction finishes in-flight work: the destructor refuses new submissions (sync_wait and
+// resume_on into the pool throw magpie::pool_closed), waits until every submitted root has
+// completed and every accepted resume_on has been queued, then joins the threads — which run
+// every queued job and finish every task still in the pool until it completes or moves on.
+// So a pool may be destroyed as soon as no task of another pool is on its way into it (a
+// resume_on evaluated after the destructor has returned uses a dead object) — for example right
+// after a root that finished in it returned to its caller. Destroying a pool from one of its own
+// workers is an error (checked). If the constructor throws (a thread or an allocation fails), it
+// stops and joins the workers it started and frees everything first. Protocol: docs/protocols.md
+// §5.1.
 
 #include <condition_variable>
 #include <cstddef>
@@ -57,8 +64,15 @@ public:
   /// Called once per submit_root, by the submitter, after the root has completed.
   void finish_root() noexcept;
 
-  /// Hands `j` to worker `index` specifically (resume_on). Never throws; the caller checked
-  /// `accepting()` first and holds an in-flight root, so the pool cannot close meanwhile.
+  /// Counts one submission from a task (resume_on) as in flight: the destructor waits for it.
+  /// Throws pool_closed once the destructor has begun. Each call must be followed by exactly one
+  /// `submit_to`, which ends the submission (docs/protocols.md §5.1).
+  void open_submission();
+
+  /// Hands `j` to worker `index` specifically (resume_on), wakes that worker, then ends the
+  /// submission opened by `open_submission()`. Never throws. From the push on, `j` may run and
+  /// its task finish: the caller must not touch `j` (or its task) during or after this call, and
+  /// must not touch the pool after it returns.
   void submit_to(std::size_t index, job *j) noexcept;
 
   /// A worker to send work to: an idle one if any looks idle, else the next in turn.
@@ -90,6 +104,8 @@ private:
   void wake_one() noexcept;
   void become_active() noexcept;
   void become_thief() noexcept;
+  void close_submission() noexcept;
+  void stop_workers() noexcept;
 
   idle_policy m_policy;
   std::vector<std::unique_ptr<detail::worker>> m_workers;

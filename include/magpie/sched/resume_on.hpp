@@ -5,8 +5,14 @@
 //   co_await magpie::resume_on(pool);     // continue on some worker of `pool` (maybe another pool)
 //
 // The task suspends, hands its stack to itself, and its resumption goes through the target
-// worker's submission queue. Only outside fork–join scopes (no unjoined children). Moving into
-// another pool requires that pool to outlive the task's stay there.
+// worker's submission queue. Only outside fork–join scopes (no unjoined children).
+//
+// Pool lifetime: the move counts as in flight for the target pool from the co_await until the
+// job is queued and the target woken, so the target's destructor cannot pass it by. A move into
+// a pool whose destructor has begun — from another pool, or within that pool — throws
+// pool_closed into the task; an accepted move always runs, and the target's destructor waits
+// until the task has left (finished, or moved on). The target must merely not have been
+// destroyed already when the co_await is evaluated (docs/protocols.md §5.1).
 
 #include <coroutine>
 #include <cstddef>
@@ -33,11 +39,14 @@ struct resume_on_awaitable : job {
 
   std::coroutine_handle<> await_suspend(std::coroutine_handle<>) noexcept {
     core::context *ctx = m_frame->m_ctx;
+    pool *target = m_pool; // read now: `this` lives in the frame that the push gives away
     // Our frame (and any stack_array) is on the current chain: it goes with us.
     m_frame->m_stack = ctx->release_stack();
     m_run = &run;
-    m_pool->submit_to(m_index, this);
-    // Point of no return: the target may already be running the task (and this awaitable).
+    // Point of no return: from the push inside submit_to, the target may be running the task
+    // (and this awaitable) or may have finished it; touch neither. submit_to also ends the
+    // submission that magpie_bind opened, after which the target pool may be destroyed.
+    target->submit_to(m_index, this);
     return core::detail::continue_after_handoff(ctx);
   }
 
@@ -60,12 +69,12 @@ struct [[nodiscard("co_await it")]] resume_on_request {
 
   resume_on_awaitable magpie_bind(core::frame_base &self) const {
     MAGPIE_CHECK(!self.m_unjoined, "magpie::resume_on inside a fork-join scope: join first");
-    if (!m_pool->accepting()) {
-      throw pool_closed();
-    }
     if (!m_any && m_index >= m_pool->size()) {
       throw std::out_of_range("magpie::resume_on: no such worker in the pool");
     }
+    // Last, and nothing can throw between here and await_suspend's submit_to, which ends it:
+    // from now on the pool's destructor waits for this submission (or it threw pool_closed).
+    m_pool->open_submission();
     resume_on_awaitable a{};
     a.m_pool = m_pool;
     a.m_index = m_any ? m_pool->choose_worker() : m_index;
