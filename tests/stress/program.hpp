@@ -439,8 +439,8 @@ struct slot_array {
 };
 static_assert(max_children == 4);
 
-magpie::task<value_t> node(run_env *env, std::uint64_t path, int depth, bool on_spine,
-                           int forks_on_path, value_t token, slot_array slots);
+inline magpie::task<value_t> node(run_env *env, std::uint64_t path, int depth, bool on_spine,
+                                  int forks_on_path, value_t token, slot_array slots);
 
 /// The coroutine behind via_adapter: its parameters need destroying (a vector of tracked values
 /// and a tracked value; the driver's live count proves each was destroyed exactly once). Runs
