@@ -54,6 +54,7 @@ struct batch_config {
   double seconds = 1.0;           ///< stop starting programs after this long
   unsigned fault_per_million = 0; ///< stacklet allocation failure rate (0: none)
   std::uint64_t max_nodes = 4000; ///< skip programs that execute more nodes than this
+  bool adapters = false;          ///< add via_adapter edges (program.hpp)
 };
 
 struct batch_result {
@@ -65,7 +66,10 @@ struct batch_result {
   std::uint64_t tasks = 0;  ///< tasks (nodes) executed
   std::uint64_t leaves = 0;
   std::uint64_t resumes = 0;
-  std::uint64_t steals = 0; ///< from pool.stats()
+  std::uint64_t guards = 0;   ///< own exceptions caught inside a scope with an array live
+  std::uint64_t adapters = 0; ///< children reached through an adapter
+  std::uint64_t refs = 0;     ///< children with reference parameters bound to parent locals
+  std::uint64_t steals = 0;   ///< from pool.stats()
   double seconds = 0;
   std::vector<std::string> failures; ///< one line each, with the seed to reproduce it
 };
@@ -149,8 +153,11 @@ inline batch_result run_batch(batch_config const &c) {
           sched->pool_programs = r.programs;
           ledger.fail_randomly(c.fault_per_million, 0, seed);
         }
-        program p = make_program(seed, with_resume);
+        program p = make_program(seed, with_resume, c.adapters);
         if (c.fault_per_million != 0) {
+          // An injected bad_alloc at a fork leaves the scope by an exception: the parent's locals
+          // that ref_child's parameters refer to would die before the join (program.hpp).
+          p.ref_pct = 0;
           if (!p.spine) {
             p.alloc_pct = std::max(p.alloc_pct, 40u);
             p.big_alloc_pct =
@@ -170,6 +177,9 @@ inline batch_result run_batch(batch_config const &c) {
         r.tasks += o.nodes;
         r.leaves += o.leaves;
         r.resumes += o.resumes;
+        r.guards += o.guards;
+        r.adapters += o.adapters;
+        r.refs += o.refs;
         r.threw += o.threw ? 1 : 0;
         r.faulted += o.threw_bad_alloc ? 1 : 0;
         if (std::string msg = check(e, o, faults); !msg.empty()) {

@@ -26,14 +26,26 @@
 //    propagate to the root), and exactly one must arrive.
 //  * resume_on (pools only) moves a node to worker hash % P and is checked to land there. It does
 //    not change values.
+//  * A scope may be *guarded*: the node allocates a stack array, spawns the scope's children and
+//    throws tracked_error(guard_id) itself, inside `try`, and catches it (checking its identity and
+//    the array's contents) either before the join (children outstanding: the array is unwound
+//    while the continuation may be stolen) or after it (the join is inside the `try`). The guard
+//    adds guard_value + the array's sum; in the first form only the children before the throw run.
+//  * A child may be reached through an *edge* that does not change values: directly; through
+//    `via_adapter`, a plain function with trivially destructible parameters returning the task of
+//    `adapted`, a coroutine whose parameters (a vector of tracked values, a tracked value) need
+//    destroying; or through `ref_child`, whose reference parameters are bound to locals of the
+//    parent that outlive the join, and which reads them after it forked and joined the node.
 //
 // One restriction the generator respects, because of a documented limitation of the library
 // (README, docs/protocols.md §4; reproduced by known_bugs_test.cpp): a node that throws inside a
 // scope keeps everything its children write (their return slots) in its parameters, which live
 // until the frame dies; its block-scope locals are destroyed by the unwinding while children may
-// still run. Earlier versions of the generator had three more restrictions, each lifted when the
-// library fixed the bug this suite found: resume_on only from tasks reached through `call` edges,
-// then only with at most one forked ancestor; and no stack array alive across a scope that throws.
+// still run. For the same reason `ref_child` edges appear only in scopes the node cannot leave by
+// an exception before their join (no uncaught throw inside them, no injected faults). Earlier
+// versions of the generator had three more restrictions, each lifted when the library fixed the bug
+// this suite found: resume_on only from tasks reached through `call` edges, then only with at most
+// one forked ancestor; and no stack array alive across a scope that throws.
 
 #include <algorithm>
 #include <array>
@@ -44,6 +56,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "common/lifetime.hpp"
 #include "magpie/magpie.hpp"
@@ -90,10 +103,14 @@ struct program {
   unsigned leaf_work = 0; ///< a leaf burns up to this many iterations (gives thieves time to steal)
   bool spine = false;     ///< deep program: child 0 of scope 0 never becomes a leaf early
   bool spanning_arrays = true; ///< allow "span" arrays
+  unsigned guard_pct = 0;      ///< per scope: the node catches its own exception inside it
+  unsigned ref_pct = 0;        ///< per child: through ref_child (reference parameters)
+  unsigned adapter_pct = 0;    ///< per child: through via_adapter (off unless asked for)
 };
 
 /// Draws a program's knobs from its seed: bushy trees, deep spines, with or without faults.
-inline program make_program(std::uint64_t seed, bool with_resume) {
+/// `with_adapters` adds via_adapter edges (issue 7 item 2: see stress_test.cpp, Adapters*).
+inline program make_program(std::uint64_t seed, bool with_resume, bool with_adapters = false) {
   shape_rng r(mix(seed ^ 0x5EEDULL));
   program p;
   p.seed = seed;
@@ -115,10 +132,21 @@ inline program make_program(std::uint64_t seed, bool with_resume) {
   p.resume_pct = with_resume ? r.below(25) : 0;
   unsigned const work[] = {0, 0, 300, 3000};
   p.leaf_work = work[r.below(4)];
+  // The later shapes draw from their own stream: the knobs above stay what they were per seed.
+  shape_rng r2(mix(seed ^ 0x5EED2ULL));
+  p.guard_pct = r2.percent(60) ? 10 + r2.below(50) : 0;
+  p.ref_pct = r2.percent(60) ? 10 + r2.below(50) : 0;
+  p.adapter_pct = with_adapters ? 10 + r2.below(60) : 0;
   return p;
 }
 
 /// Everything a node decides, from (program, path, depth).
+enum class guard_kind : std::uint8_t {
+  none,
+  before_join, ///< try { array; children; throw } catch { check } join
+  after_join,  ///< try { array; children; join; throw } catch { check }
+};
+
 struct node_shape {
   struct scope {
     int children = 0;
@@ -127,6 +155,16 @@ struct node_shape {
     bool catches = false;
     bool resume_after = false;
     std::size_t resume_target = 0; ///< a hash; the worker is resume_target % P
+    guard_kind guard = guard_kind::none;
+    int guard_throw_at = 0;       ///< before_join: the guard throws before child guard_throw_at
+    std::size_t guard_len = 0;    ///< the guarded stack array's length
+    std::uint8_t via_adapter = 0; ///< bit i: child i is reached through via_adapter
+    std::uint8_t by_ref = 0;      ///< bit i: child i is reached through ref_child
+
+    /// Children spawned: a before_join guard stops at its throw.
+    int spawned() const noexcept {
+      return guard == guard_kind::before_join ? guard_throw_at : children;
+    }
   };
 
   bool leaf = false;
@@ -192,6 +230,24 @@ inline node_shape shape_of(program const &p, std::uint64_t path, int depth, bool
   // was stolen, the library must defer freeing it until the task has its chain back.
   std::size_t const span = array_length(r, p);
   s.span = p.spanning_arrays ? span : 0;
+  // Guards and edges draw from their own stream: the shape above stays what it was per seed.
+  shape_rng r2(mix(path ^ p.seed ^ 0x6A4DULL));
+  for (int k = 0; k < s.scopes; ++k) {
+    auto &sc = s.scope_list[static_cast<std::size_t>(k)];
+    if (r2.percent(p.guard_pct)) {
+      sc.guard = r2.percent(50) ? guard_kind::before_join : guard_kind::after_join;
+      sc.guard_throw_at = static_cast<int>(r2.below(static_cast<unsigned>(sc.children + 1)));
+      sc.guard_len = 1 + array_length(r2, p);
+      sc.throw_at = -1; // the scope's only throw of the node's own is the guarded one
+    }
+    for (int i = 0; i < sc.children; ++i) {
+      if (r2.percent(p.adapter_pct)) {
+        sc.via_adapter = static_cast<std::uint8_t>(sc.via_adapter | (1u << i));
+      } else if (sc.throw_at < 0 && r2.percent(p.ref_pct)) { // see "One restriction" above
+        sc.by_ref = static_cast<std::uint8_t>(sc.by_ref | (1u << i));
+      }
+    }
+  }
   return s;
 }
 
@@ -202,6 +258,15 @@ inline constexpr std::uint64_t fold_k = 0x100000001B3ULL;
 inline std::uint64_t caught_value(std::uint64_t path, int scope) noexcept {
   return mix(path ^ 0xC0FFEEULL ^ static_cast<std::uint64_t>(scope));
 }
+/// The id of the exception a guarded scope throws and catches itself (never a candidate).
+inline std::uint64_t guard_id(std::uint64_t path, int scope) noexcept {
+  return mix(path ^ 0x6A4D000ULL ^ static_cast<std::uint64_t>(scope));
+}
+inline std::uint64_t guard_value(std::uint64_t path, int scope) noexcept {
+  return mix(guard_id(path, scope) + 1);
+}
+/// What a ref_child's reference parameters must read.
+inline std::uint64_t key_of(std::uint64_t path) noexcept { return mix(path ^ 0x4EF5ULL); }
 
 // ---------------------------------------------------------------------------------------------
 // The serial projection.
@@ -251,13 +316,14 @@ inline serial_result evaluate(program const &p, std::uint64_t path, int depth, b
     std::set<std::uint64_t> scope_candidates;
     bool child_threw = false;
     std::uint64_t folded = 0;
-    for (int i = 0; i <= sc.children; ++i) {
+    int const spawned = sc.spawned();
+    for (int i = 0; i <= spawned; ++i) {
       if (sc.throw_at == i) { // the node itself throws; outstanding children still finish
         e.candidates.insert(scope_candidates.begin(), scope_candidates.end());
         e.candidates.insert(path);
         return {true, 0};
       }
-      if (i == sc.children) {
+      if (i == spawned) {
         break;
       }
       expectation sub;
@@ -280,6 +346,12 @@ inline serial_result evaluate(program const &p, std::uint64_t path, int depth, b
       v = v * fold_k + caught_value(path, k);
     } else {
       v = v * fold_k + folded;
+    }
+    if (sc.guard != guard_kind::none) { // its own exception, caught; the array's sum
+      v = v * fold_k + guard_value(path, k);
+      for (std::size_t i = 0; i < sc.guard_len; ++i) {
+        v += array_value(guard_id(path, k), i);
+      }
     }
   }
   for (std::size_t i = 0; i < s.span; ++i) {
@@ -329,7 +401,10 @@ struct run_env {
   std::atomic<std::uint64_t> nodes{0};
   std::atomic<std::uint64_t> leaves{0};
   std::atomic<std::uint64_t> resumes{0};
-  std::atomic<std::uint64_t> errors{0}; ///< integrity failures seen inside tasks
+  std::atomic<std::uint64_t> guards{0};   ///< own exceptions caught inside a scope
+  std::atomic<std::uint64_t> adapters{0}; ///< children reached through via_adapter
+  std::atomic<std::uint64_t> refs{0};     ///< children reached through ref_child
+  std::atomic<std::uint64_t> errors{0};   ///< integrity failures seen inside tasks
   std::atomic<char const *> first_error{nullptr};
 
   void fail(char const *what) noexcept {
@@ -363,6 +438,72 @@ struct slot_array {
   }
 };
 static_assert(max_children == 4);
+
+inline magpie::task<value_t> node(run_env *env, std::uint64_t path, int depth, bool on_spine,
+                                  int forks_on_path, value_t token, slot_array slots);
+
+/// The coroutine behind via_adapter: its parameters need destroying (a vector of tracked values
+/// and a tracked value; the driver's live count proves each was destroyed exactly once). Runs
+/// the node as a call; the node's exception reaches our join and goes on from there.
+inline magpie::task<value_t> adapted(run_env *env, std::uint64_t path, int depth, bool on_spine,
+                                     int forks_on_path, std::vector<value_t> ballast, value_t tag) {
+  env->adapters.fetch_add(1, std::memory_order_relaxed);
+  if (ballast.size() != 1 + path % 5 || ballast.back().value() != mix(path) ||
+      tag.value() != key_of(path)) {
+    env->fail("an adapter's coroutine received corrupted parameters");
+  }
+  value_t r{0};
+  co_await magpie::call(&r, node, env, path, depth, on_spine, forks_on_path, value_t{path},
+                        slot_array{});
+  co_await magpie::join();
+  co_return r;
+}
+
+/// A plain function, not a coroutine: its parameters are trivially destructible, the parameters
+/// of the coroutine whose task it returns are not (the shape of issue 7 item 2).
+inline magpie::task<value_t> via_adapter(run_env *env, std::uint64_t path, int depth, bool on_spine,
+                                         int forks_on_path) {
+  return adapted(env, path, depth, on_spine, forks_on_path,
+                 std::vector<value_t>(1 + path % 5, value_t{mix(path)}), value_t{key_of(path)});
+}
+
+/// A child whose reference parameters are bound to locals of its parent that outlive the join.
+/// It forks and joins the node first (meanwhile the parent's continuation may be stolen and run
+/// on), then reads them.
+inline magpie::task<value_t> ref_child(run_env *env, std::uint64_t path, int depth, bool on_spine,
+                                       int forks_on_path, value_t const &key,
+                                       std::uint64_t const &want) {
+  env->refs.fetch_add(1, std::memory_order_relaxed);
+  value_t r{0};
+  co_await magpie::fork(&r, node, env, path, depth, on_spine, forks_on_path + 1, value_t{path},
+                        slot_array{});
+  std::exception_ptr failure;
+  try {
+    co_await magpie::join();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (want != key_of(path) || key.value() != want) {
+    env->fail("a reference parameter bound to a local of the parent read a wrong value");
+  }
+  if (failure) {
+    std::rethrow_exception(failure);
+  }
+  co_return r;
+}
+
+/// Folds a scope's children into `v` (or the constant of a join that caught).
+inline std::uint64_t fold_scope(std::uint64_t v, bool caught, slot_array &slots, int spawned,
+                                std::uint64_t path, int k) {
+  if (caught) {
+    return v * fold_k + caught_value(path, k);
+  }
+  std::uint64_t folded = 0;
+  for (int i = 0; i < spawned; ++i) {
+    folded = folded * fold_k + slots[static_cast<std::size_t>(i)].value();
+  }
+  return v * fold_k + folded;
+}
 
 /// One node. `token` carries the node's own path (an argument checked on arrival); `slots` is
 /// the return-value storage for its children.
@@ -409,44 +550,117 @@ inline magpie::task<value_t> node(run_env *env, std::uint64_t path, int depth, b
   for (std::size_t i = 0; i < s.span; ++i) {
     span[i] = array_value(path ^ 1, i);
   }
+  slot_array keys;                                 // ref_child's parameters: locals that
+  std::array<std::uint64_t, max_children> wants{}; // outlive every join of this node
   for (int k = 0; k < s.scopes; ++k) {
     auto const &sc = s.scope_list[static_cast<std::size_t>(k)];
-    for (int i = 0; i <= sc.children; ++i) {
-      if (sc.throw_at == i) {
-        throw tracked_error(path);
+    int const spawned = sc.spawned();
+    std::uint64_t const gid = guard_id(path, k);
+    std::uint64_t guard_sum = 0;
+    try {
+      // A guarded scope's array: allocated before its first fork, unwound by our own throw below,
+      // before the join (children outstanding, continuation perhaps stolen) or after it.
+      auto guarded = co_await magpie::stack_alloc<std::uint64_t>(
+          sc.guard != guard_kind::none ? sc.guard_len : 0);
+      for (std::size_t i = 0; i < guarded.size(); ++i) {
+        guarded[i] = array_value(gid, i);
       }
-      if (i == sc.children) {
-        break;
+      for (int i = 0; i <= spawned; ++i) {
+        if (sc.throw_at == i) {
+          throw tracked_error(path);
+        }
+        if (i == spawned) {
+          break;
+        }
+        std::uint64_t const cp = child_path(path, k, i);
+        bool const spine_child = on_spine && k == 0 && i == 0;
+        value_t *slot = &slots[static_cast<std::size_t>(i)];
+        bool const forked = ((sc.forked >> i) & 1u) != 0;
+        int const forks = forks_on_path + (forked ? 1 : 0);
+        if ((sc.via_adapter >> i) & 1u) {
+          if (forked) {
+            co_await magpie::fork(slot, via_adapter, env, cp, depth + 1, spine_child, forks);
+          } else {
+            co_await magpie::call(slot, via_adapter, env, cp, depth + 1, spine_child, forks);
+          }
+        } else if ((sc.by_ref >> i) & 1u) {
+          keys[static_cast<std::size_t>(i)] = value_t{key_of(cp)};
+          wants[static_cast<std::size_t>(i)] = key_of(cp);
+          if (forked) {
+            co_await magpie::fork(slot, ref_child, env, cp, depth + 1, spine_child, forks,
+                                  keys[static_cast<std::size_t>(i)],
+                                  wants[static_cast<std::size_t>(i)]);
+          } else {
+            co_await magpie::call(slot, ref_child, env, cp, depth + 1, spine_child, forks,
+                                  keys[static_cast<std::size_t>(i)],
+                                  wants[static_cast<std::size_t>(i)]);
+          }
+        } else if (forked) {
+          co_await magpie::fork(slot, node, env, cp, depth + 1, spine_child, forks, value_t{cp},
+                                slot_array{});
+        } else {
+          co_await magpie::call(slot, node, env, cp, depth + 1, spine_child, forks, value_t{cp},
+                                slot_array{});
+        }
       }
-      std::uint64_t const cp = child_path(path, k, i);
-      bool const spine_child = on_spine && k == 0 && i == 0;
-      value_t *slot = &slots[static_cast<std::size_t>(i)];
-      if ((sc.forked >> i) & 1u) {
-        co_await magpie::fork(slot, node, env, cp, depth + 1, spine_child, forks_on_path + 1,
-                              value_t{cp}, slot_array{});
+      if (sc.guard != guard_kind::before_join) {
+        bool caught = false;
+        if (sc.catches) {
+          try {
+            co_await magpie::join();
+          } catch (tracked_error const &) {
+            caught = true;
+          }
+        } else {
+          co_await magpie::join();
+        }
+        v = fold_scope(v, caught, slots, spawned, path, k);
+      }
+      if (sc.guard == guard_kind::after_join) {
+        // An array allocated after the join, above the guarded one: it must not overlap it (a
+        // deferred free done at the wrong time resets the stack below live arrays).
+        auto above = co_await magpie::stack_alloc<std::uint64_t>(64 + sc.guard_len);
+        if (above.data() < guarded.end() && guarded.data() < above.end()) {
+          env->fail("a stack_array allocated after a join overlaps a live one");
+        }
+        for (std::size_t i = 0; i < above.size(); ++i) {
+          above[i] = ~array_value(gid, i);
+        }
+      }
+      if (sc.guard != guard_kind::none) {
+        for (std::size_t i = 0; i < guarded.size(); ++i) {
+          if (guarded[i] != array_value(gid, i)) {
+            env->fail("a guarded stack_array was overwritten while children ran");
+            break;
+          }
+          guard_sum += guarded[i];
+        }
+        throw tracked_error(gid);
+      }
+    } catch (tracked_error const &e) {
+      if (sc.guard == guard_kind::none || e.id() != gid) {
+        if (sc.guard == guard_kind::before_join) { // children's exceptions wait for the join
+          env->fail("a scope caught an exception that was not its own before its join");
+        }
+        throw;
+      }
+      env->guards.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (sc.guard == guard_kind::before_join) {
+      bool caught = false;
+      if (sc.catches) {
+        try {
+          co_await magpie::join();
+        } catch (tracked_error const &) {
+          caught = true;
+        }
       } else {
-        co_await magpie::call(slot, node, env, cp, depth + 1, spine_child, forks_on_path,
-                              value_t{cp}, slot_array{});
-      }
-    }
-    bool caught = false;
-    if (sc.catches) {
-      try {
         co_await magpie::join();
-      } catch (tracked_error const &) {
-        caught = true;
       }
-    } else {
-      co_await magpie::join();
+      v = fold_scope(v, caught, slots, spawned, path, k);
     }
-    if (caught) {
-      v = v * fold_k + caught_value(path, k);
-    } else {
-      std::uint64_t folded = 0;
-      for (int i = 0; i < sc.children; ++i) {
-        folded = folded * fold_k + slots[static_cast<std::size_t>(i)].value();
-      }
-      v = v * fold_k + folded;
+    if (sc.guard != guard_kind::none) {
+      v = v * fold_k + guard_value(path, k) + guard_sum;
     }
     if (sc.resume_after && workers != 0) {
       std::size_t const target = sc.resume_target % workers;
@@ -488,6 +702,7 @@ struct outcome {
   std::string other_exception; ///< what() of any other exception
   std::uint64_t value = 0;
   std::uint64_t nodes = 0, leaves = 0, resumes = 0, integrity_errors = 0;
+  std::uint64_t guards = 0, adapters = 0, refs = 0;
   char const *first_integrity_error = nullptr;
 };
 
@@ -517,6 +732,9 @@ outcome run(Scheduler &s, magpie::pool *pool, program const &p) {
   out.nodes = env.nodes.load();
   out.leaves = env.leaves.load();
   out.resumes = env.resumes.load();
+  out.guards = env.guards.load();
+  out.adapters = env.adapters.load();
+  out.refs = env.refs.load();
   out.integrity_errors = env.errors.load();
   out.first_integrity_error = env.first_error.load();
   return out;

@@ -1,11 +1,12 @@
 // tests/stress/soak.cpp — runs random fork–join programs for as long as asked.
 //
-//   magpie_soak --soak SECONDS [--seed N] [--slice SECONDS] [--quiet]
+//   magpie_soak --soak SECONDS [--seed N] [--slice SECONDS] [--quiet] [--adapters]
 //
 // Cycles through every scheduler (inline; busy and lazy pools with 1…8 workers), running programs
 // against their serial projection in slices (see driver.hpp for the checks); every third slice
-// also injects stacklet allocation failures. Reports the programs, tasks and steals executed, and
-// exits non-zero at the first failure (printing the seed that reproduces it).
+// also injects stacklet allocation failures. --adapters adds children reached through plain
+// adapter functions (program.hpp: via_adapter; issue 7 item 2). Reports the programs, tasks and
+// steals executed, and exits non-zero at the first failure (printing the seed that reproduces it).
 
 #include <chrono>
 #include <cstdio>
@@ -19,8 +20,8 @@
 namespace {
 
 void usage() {
-  std::fprintf(stderr,
-               "usage: magpie_soak --soak SECONDS [--seed N] [--slice SECONDS] [--quiet]\n");
+  std::fprintf(stderr, "usage: magpie_soak --soak SECONDS [--seed N] [--slice SECONDS] [--quiet] "
+                       "[--adapters]\n");
 }
 
 } // namespace
@@ -33,6 +34,7 @@ int main(int argc, char **argv) {
       static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) %
       1000000000;
   bool quiet = false;
+  bool adapters = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--soak") == 0 && i + 1 < argc) {
       total = std::atof(argv[++i]);
@@ -42,6 +44,8 @@ int main(int argc, char **argv) {
       slice = std::atof(argv[++i]);
     } else if (std::strcmp(argv[i], "--quiet") == 0) {
       quiet = true;
+    } else if (std::strcmp(argv[i], "--adapters") == 0) {
+      adapters = true;
     } else {
       usage();
       return 2;
@@ -79,6 +83,7 @@ int main(int argc, char **argv) {
     c.max_programs = 1000000;
     c.min_programs = 1;
     c.fault_per_million = (round / configs.size()) % 3 == 2 ? 150000 : 0;
+    c.adapters = adapters;
     batch_result r;
     {
       watchdog dog(std::string("soak slice ") + name_of(kind) + "/" + std::to_string(workers),

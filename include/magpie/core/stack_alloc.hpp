@@ -86,6 +86,11 @@ private:
     MAGPIE_ASSERT(!owner->m_unjoined,
                   "magpie::stack_alloc inside a fork-join scope: allocate before the first fork or "
                   "after the join");
+    // Outside a scope no array awaits a deferred free: every path that ends a scope frees them
+    // (docs/protocols.md, "Stack arrays unwound while stolen"); one left would be freed later,
+    // below this array.
+    MAGPIE_ASSERT(owner->m_deferred == nullptr,
+                  "internal: stack arrays unwound in the last fork-join scope were not freed");
     stack &s = owner->m_ctx->stack();
     void *mem = s.allocate(n * sizeof(T)); // may throw (allocator hook)
     try {

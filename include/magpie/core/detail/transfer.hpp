@@ -56,6 +56,12 @@ arrive_at_stolen_parent(context *ctx, frame_base *parent) noexcept {
   parent->m_ctx = ctx;
   parent->m_steals = 0;
   parent->m_joins.store(frame_base::join_init, std::memory_order_relaxed); // sole owner now
+  // The parent owns its chain again, whose top are the stack arrays it unwound while stolen:
+  // free them now. The join's await_resume sees m_steals == 0 and would skip them, leaving them
+  // to a later join that frees them below live arrays (docs/protocols.md, "Stack arrays").
+  if (parent->m_deferred != nullptr) [[unlikely]] {
+    parent->release_deferred(ctx->stack());
+  }
   if (parent->m_at_final) {
     parent->m_at_final = false;
     return final_transfer(parent);
@@ -80,7 +86,7 @@ MAGPIE_NOINLINE inline std::coroutine_handle<> final_join(frame_base *f) noexcep
   f->m_stack = nullptr;
   f->m_steals = 0;
   f->m_joins.store(frame_base::join_init, std::memory_order_relaxed); // sole owner now
-  return final_transfer(f);
+  return final_transfer(f); // with m_steals == 0: settle_before_destroy frees deferred arrays
 }
 
 /// The rare work before a frame dies: a child's exception nobody joined is passed up, and stack
