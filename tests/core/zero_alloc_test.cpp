@@ -405,7 +405,7 @@ TEST_P(zero_alloc_pools, resume_on_round_trips_allocate_nothing_once_warm) {
   magpie::pool &p = *m_sched.pool();
   long const per_root = 30L * static_cast<long>(p.size() - 1) * 2;
   ASSERT_EQ(m_sched.run(round_trips, &p, 2), per_root);
-  int const roots = scaled(60, 20);
+  int const roots = scaled(400, 100);
   auto const before = m_sched.total_stats();
   long wrong = 0;
   long const news = news_during([&] {
