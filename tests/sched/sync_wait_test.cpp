@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/steal_probe.hpp"
 #include "common/test_support.hpp"
 
 namespace {
@@ -200,6 +201,18 @@ TEST_P(sync_wait_test, statistics_count_roots_and_steals) {
               static_cast<unsigned long long>(total.steal_fails),
               static_cast<unsigned long long>(total.handoffs),
               static_cast<unsigned long long>(total.sleeps));
+  if (m_sched.workers() >= 2) {
+    // Whether five small fibs were stolen from depends on timing; the probe's steal does not
+    // (tests/common/steal_probe.hpp): exactly one steal, and the child that finds its parent
+    // stolen hands its chain (the parent's frame is on it) to the parent: one hand-off.
+    ASSERT_TRUE(continuation_is_stolen(*m_sched.pool()))
+        << "no worker stole the probe's continuation: the pool does not steal";
+    auto const after = m_sched.total_stats();
+    EXPECT_EQ(after.steals, total.steals + 1) << "the probe's steal was not counted (once)";
+    EXPECT_EQ(after.handoffs, total.handoffs + 1) << "the probe's hand-off was not counted";
+    EXPECT_EQ(after.jobs, 6u);
+    EXPECT_GT(after.steal_fails, 0u) << "idle workers made no (failed) steal attempts";
+  }
 }
 
 TEST_P(sync_wait_test, every_stacklet_comes_back_when_the_scheduler_dies) {

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/steal_probe.hpp"
 #include "common/test_support.hpp"
 
 namespace {
@@ -25,7 +26,27 @@ using magpie::fork;
 using magpie::join;
 using magpie::task;
 
-class workload : public scheduler_test {};
+class workload : public scheduler_test {
+protected:
+  /// Pools of two or more workers: the test's programs were stolen from. Whether a particular
+  /// run is depends on timing (a thief may not get a core on a loaded machine), so if none was,
+  /// the steal probe (tests/common/steal_probe.hpp) must show that this pool steals: a pool that
+  /// never steals fails every test that calls this, one that does never fails it.
+  void expect_steals() {
+    if (m_sched.workers() < 2) {
+      return;
+    }
+    std::uint64_t const natural = m_sched.total_stats().steals;
+    if (natural == 0) {
+      ASSERT_TRUE(continuation_is_stolen(*m_sched.pool()))
+          << "nothing was stolen, not even the probe's continuation: the pool does not steal";
+    }
+    EXPECT_GT(m_sched.total_stats().steals, 0u) << "steals are not counted";
+    std::printf("[ info     ] %s: %llu steals%s\n", to_string(GetParam()).c_str(),
+                static_cast<unsigned long long>(natural),
+                natural == 0 ? " (none by the test's programs; the probe's was)" : "");
+  }
+};
 
 // --- fib
 // ----------------------------------------------------------------------------------------------
@@ -34,6 +55,7 @@ TEST_P(workload, fib) {
   for (int n : {0, 1, 2, 10, fib_n}) {
     EXPECT_EQ(m_sched.run(fib, n), serial_fib(n)) << "fib(" << n << ")";
   }
+  expect_steals();
 }
 
 TEST_P(workload, fib_repeatedly) {
@@ -67,6 +89,7 @@ TEST_P(workload, skynet) {
   for (long leaves : {10L, 1000L, 100000L}) {
     EXPECT_EQ(m_sched.run(skynet, 0L, leaves), leaves * (leaves - 1) / 2) << leaves << " leaves";
   }
+  expect_steals();
 }
 
 // --- nqueens: the board travels by value
@@ -218,6 +241,7 @@ TEST_P(workload, random_trees_match_their_serial_projection) {
   }
   EXPECT_GT(total_leaves, 1000) << "the trees are too small to test anything";
   std::printf("[ info     ] 12 random trees, %ld leaves in all\n", total_leaves);
+  expect_steals();
 }
 
 // --- chains of depth 100,000
@@ -289,6 +313,7 @@ task<long> wide(long n) {
 TEST_P(workload, fifty_thousand_children_in_one_scope) {
   long const n = 50000;
   EXPECT_EQ(m_sched.run(wide, n), n * (n - 1) / 2);
+  expect_steals();
 }
 
 // --- greedy scheduling: an idle worker takes the continuation of a blocked task
@@ -336,6 +361,7 @@ TEST_P(workload, an_idle_worker_steals_from_a_busy_one) {
     EXPECT_EQ(m_sched.run(needs_a_thief), 2)
         << "round " << round << ": the continuation was not stolen";
   }
+  EXPECT_GE(m_sched.total_stats().steals, 5u) << "each round needs a steal: they were not counted";
 }
 
 // --- exact serial order

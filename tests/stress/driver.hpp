@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/lifetime.hpp"
+#include "common/steal_probe.hpp"
 #include "magpie/magpie.hpp"
 
 #include "common/watchdog.hpp"
@@ -70,6 +71,7 @@ struct batch_result {
   std::uint64_t adapters = 0; ///< children reached through an adapter
   std::uint64_t refs = 0;     ///< children with reference parameters bound to parent locals
   std::uint64_t steals = 0;   ///< from pool.stats()
+  bool steal_probe = false;   ///< P >= 2: the pool stole the probe's continuation (steal_probe.hpp)
   double seconds = 0;
   std::vector<std::string> failures; ///< one line each, with the seed to reproduce it
 };
@@ -205,6 +207,9 @@ inline batch_result run_batch(batch_config const &c) {
       ledger.disarm();
       r.injected = ledger.injected();
       r.steals += sched->steals();
+      if (sched->pool != nullptr && c.workers >= 2) { // the programs' steals depend on timing
+        r.steal_probe = test::continuation_is_stolen(*sched->pool);
+      }
       sched.reset(); // every stacklet must be back
     }
     if (ledger.live() != 0) {
