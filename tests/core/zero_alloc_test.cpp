@@ -22,88 +22,25 @@
 
 #include "common/test_support.hpp"
 
-// ThreadSanitizer's runtime defines the global allocation functions itself (strongly), so they
-// cannot be replaced there: under TSan this executable only reports that it was skipped. The
-// other presets (dev, dev-clang, asan-ubsan) check the property.
-#if defined(__SANITIZE_THREAD__)
-#  define MAGPIE_TEST_COUNT_NEW 0
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    define MAGPIE_TEST_COUNT_NEW 0
-#  endif
-#endif
-#if !defined(MAGPIE_TEST_COUNT_NEW)
-#  define MAGPIE_TEST_COUNT_NEW 1
-#endif
+#include "common/replace_new.hpp"
 
 namespace {
 std::atomic<long> g_news{0}; // every operator new since the process started
 std::atomic<bool> g_counting{false};
+} // namespace
 
-[[maybe_unused]] __attribute__((noinline)) void *counted_alloc(std::size_t bytes,
-                                                               std::size_t align) {
+// The hooks of the replaced operator new/delete (out of line so that GCC does not pair an inlined
+// malloc with a free and warn about mismatched allocation functions).
+[[maybe_unused]] __attribute__((noinline)) void *magpie_test_allocate(std::size_t bytes,
+                                                                      std::size_t align) {
   if (g_counting.load(std::memory_order_relaxed)) {
     g_news.fetch_add(1, std::memory_order_relaxed);
   }
-  if (bytes == 0) {
-    bytes = 1;
-  }
-  void *p = nullptr;
-  if (align <= alignof(std::max_align_t)) {
-    p = std::malloc(bytes);
-  } else {
-    bytes = (bytes + align - 1) / align * align; // aligned_alloc wants a multiple
-    p = std::aligned_alloc(align, bytes);
-  }
-  return p;
+  return magpie::test::raw_allocate(bytes, align);
 }
-
-// Out of line so that GCC does not pair the inlined malloc with a free in operator delete and
-// warn about mismatched allocation functions.
-[[maybe_unused]] __attribute__((noinline)) void counted_free(void *p) noexcept { std::free(p); }
-} // namespace
-
-#if MAGPIE_TEST_COUNT_NEW
-// The replaceable global allocation functions (all of them: a missed overload would hide calls).
-void *operator new(std::size_t n) {
-  if (void *p = counted_alloc(n, 0)) {
-    return p;
-  }
-  throw std::bad_alloc();
+[[maybe_unused]] __attribute__((noinline)) void magpie_test_deallocate(void *p) noexcept {
+  std::free(p);
 }
-void *operator new[](std::size_t n) { return ::operator new(n); }
-void *operator new(std::size_t n, std::align_val_t a) {
-  if (void *p = counted_alloc(n, static_cast<std::size_t>(a))) {
-    return p;
-  }
-  throw std::bad_alloc();
-}
-void *operator new[](std::size_t n, std::align_val_t a) { return ::operator new(n, a); }
-void *operator new(std::size_t n, std::nothrow_t const &) noexcept { return counted_alloc(n, 0); }
-void *operator new[](std::size_t n, std::nothrow_t const &) noexcept { return counted_alloc(n, 0); }
-void *operator new(std::size_t n, std::align_val_t a, std::nothrow_t const &) noexcept {
-  return counted_alloc(n, static_cast<std::size_t>(a));
-}
-void *operator new[](std::size_t n, std::align_val_t a, std::nothrow_t const &) noexcept {
-  return counted_alloc(n, static_cast<std::size_t>(a));
-}
-void operator delete(void *p) noexcept { counted_free(p); }
-void operator delete[](void *p) noexcept { counted_free(p); }
-void operator delete(void *p, std::size_t) noexcept { counted_free(p); }
-void operator delete[](void *p, std::size_t) noexcept { counted_free(p); }
-void operator delete(void *p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void *p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete(void *p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void *p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
-void operator delete(void *p, std::nothrow_t const &) noexcept { counted_free(p); }
-void operator delete[](void *p, std::nothrow_t const &) noexcept { counted_free(p); }
-void operator delete(void *p, std::align_val_t, std::nothrow_t const &) noexcept {
-  counted_free(p);
-}
-void operator delete[](void *p, std::align_val_t, std::nothrow_t const &) noexcept {
-  counted_free(p);
-}
-#endif
 
 namespace {
 
@@ -122,14 +59,14 @@ long news_during(Fn &&fn) {
 class zero_alloc : public scheduler_test {
 protected:
   void SetUp() override {
-    if (!MAGPIE_TEST_COUNT_NEW) {
+    if (!MAGPIE_TEST_REPLACE_NEW) {
       GTEST_SKIP() << "operator new cannot be replaced under ThreadSanitizer";
     }
   }
 };
 
 TEST(zero_alloc_self_check, the_replacement_counts) {
-  if (!MAGPIE_TEST_COUNT_NEW) {
+  if (!MAGPIE_TEST_REPLACE_NEW) {
     GTEST_SKIP() << "operator new cannot be replaced under ThreadSanitizer";
   }
   EXPECT_EQ(news_during([] {
@@ -154,7 +91,7 @@ magpie::task<long> call_chain(int n) {
 }
 
 TEST(zero_alloc_self_check, stacklet_allocations_are_counted) {
-  if (!MAGPIE_TEST_COUNT_NEW) {
+  if (!MAGPIE_TEST_REPLACE_NEW) {
     GTEST_SKIP() << "operator new cannot be replaced under ThreadSanitizer";
   }
   // A chain deeper than the first stacklet must allocate: proves the counter sees the runtime.

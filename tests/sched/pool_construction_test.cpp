@@ -17,18 +17,7 @@
 
 #include "common/test_support.hpp"
 
-// ThreadSanitizer's runtime defines the global allocation functions itself (strongly), so they
-// cannot be replaced there: under TSan the tests skip. dev, dev-clang and asan-ubsan check.
-#if defined(__SANITIZE_THREAD__)
-#  define MAGPIE_TEST_REPLACE_NEW 0
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    define MAGPIE_TEST_REPLACE_NEW 0
-#  endif
-#endif
-#if !defined(MAGPIE_TEST_REPLACE_NEW)
-#  define MAGPIE_TEST_REPLACE_NEW 1
-#endif
+#include "common/replace_new.hpp"
 
 namespace {
 std::atomic<long> g_live{0}; // allocations not yet freed, all threads (relaxed: a counter)
@@ -37,81 +26,30 @@ std::atomic<long> g_live{0}; // allocations not yet freed, all threads (relaxed:
 thread_local bool t_armed = false;
 thread_local long t_countdown = 0; // allocations left before the one that fails
 thread_local long t_seen = 0;      // allocations while armed
+} // namespace
 
-[[maybe_unused]] __attribute__((noinline)) void *injected_alloc(std::size_t bytes,
-                                                                std::size_t align) {
+// The hooks of the replaced operator new/delete (common/replace_new.hpp).
+[[maybe_unused]] __attribute__((noinline)) void *magpie_test_allocate(std::size_t bytes,
+                                                                      std::size_t align) {
   if (t_armed) {
     ++t_seen;
     if (t_countdown-- == 0) {
       return nullptr; // the caller throws std::bad_alloc (or returns null for nothrow)
     }
   }
-  if (bytes == 0) {
-    bytes = 1;
-  }
-  void *p = nullptr;
-  if (align <= alignof(std::max_align_t)) {
-    p = std::malloc(bytes);
-  } else {
-    bytes = (bytes + align - 1) / align * align; // aligned_alloc wants a multiple
-    p = std::aligned_alloc(align, bytes);
-  }
+  void *p = magpie::test::raw_allocate(bytes, align);
   if (p != nullptr) {
     g_live.fetch_add(1, std::memory_order_relaxed); // a counter: no edge
   }
   return p;
 }
 
-[[maybe_unused]] __attribute__((noinline)) void injected_free(void *p) noexcept {
+[[maybe_unused]] __attribute__((noinline)) void magpie_test_deallocate(void *p) noexcept {
   if (p != nullptr) {
     g_live.fetch_sub(1, std::memory_order_relaxed); // a counter: no edge
   }
   std::free(p);
 }
-} // namespace
-
-#if MAGPIE_TEST_REPLACE_NEW
-void *operator new(std::size_t n) {
-  if (void *p = injected_alloc(n, 0)) {
-    return p;
-  }
-  throw std::bad_alloc();
-}
-void *operator new[](std::size_t n) { return ::operator new(n); }
-void *operator new(std::size_t n, std::align_val_t a) {
-  if (void *p = injected_alloc(n, static_cast<std::size_t>(a))) {
-    return p;
-  }
-  throw std::bad_alloc();
-}
-void *operator new[](std::size_t n, std::align_val_t a) { return ::operator new(n, a); }
-void *operator new(std::size_t n, std::nothrow_t const &) noexcept { return injected_alloc(n, 0); }
-void *operator new[](std::size_t n, std::nothrow_t const &) noexcept {
-  return injected_alloc(n, 0);
-}
-void *operator new(std::size_t n, std::align_val_t a, std::nothrow_t const &) noexcept {
-  return injected_alloc(n, static_cast<std::size_t>(a));
-}
-void *operator new[](std::size_t n, std::align_val_t a, std::nothrow_t const &) noexcept {
-  return injected_alloc(n, static_cast<std::size_t>(a));
-}
-void operator delete(void *p) noexcept { injected_free(p); }
-void operator delete[](void *p) noexcept { injected_free(p); }
-void operator delete(void *p, std::size_t) noexcept { injected_free(p); }
-void operator delete[](void *p, std::size_t) noexcept { injected_free(p); }
-void operator delete(void *p, std::align_val_t) noexcept { injected_free(p); }
-void operator delete[](void *p, std::align_val_t) noexcept { injected_free(p); }
-void operator delete(void *p, std::size_t, std::align_val_t) noexcept { injected_free(p); }
-void operator delete[](void *p, std::size_t, std::align_val_t) noexcept { injected_free(p); }
-void operator delete(void *p, std::nothrow_t const &) noexcept { injected_free(p); }
-void operator delete[](void *p, std::nothrow_t const &) noexcept { injected_free(p); }
-void operator delete(void *p, std::align_val_t, std::nothrow_t const &) noexcept {
-  injected_free(p);
-}
-void operator delete[](void *p, std::align_val_t, std::nothrow_t const &) noexcept {
-  injected_free(p);
-}
-#endif
 
 namespace {
 
