@@ -12,7 +12,9 @@ this script collects them, checks answers (each binary checks against BENCHMARKS
 without a reference must agree across runtimes), prints a summary table and writes raw results
 (CSV, JSON) and plots to results/<timestamp>/ (and results/latest).
 
-Exit status: 0 when every check passed, 1 otherwise.
+At the end it says what ran, what was missing (a binary that was not built, the self-test, a
+microbenchmark) and what failed. Exit status: 0 when everything requested ran and every check
+passed, 1 otherwise (2: bad arguments or no build).
 """
 
 from __future__ import annotations
@@ -472,7 +474,7 @@ def main(argv: list[str]) -> int:
             return 2
 
     plan = []
-    skipped = set()
+    missing: list[str] = []  # what was requested but could not run, with why
     for problem, size in selected:
         for rt in runtimes:
             suffix, _, only_for = RUNTIMES[rt]
@@ -480,12 +482,18 @@ def main(argv: list[str]) -> int:
                 continue
             binary = bindir / f"{problem}_{suffix}"
             if not binary.exists():
-                skipped.add(f"{problem}_{suffix}")
+                why = f"{binary.name} was not built (its runtime's package is missing?)"
+                if why not in missing:
+                    missing.append(why)
+                    print(f"MISSING: {why}: {rt} not measured")
                 continue
             for p in ([1] if rt == "serial" else workers):
                 plan.append((binary, problem, size, rt, p))
-    for s in sorted(skipped):
-        print(f"note: {s} was not built (its runtime's package is missing?): skipped")
+    if not plan:
+        print("error: nothing to measure: no requested problem × runtime has a binary", file=sys.stderr)
+        for m in missing:
+            print(f"  missing: {m}", file=sys.stderr)
+        return 1
 
     info = machine_info(args.compiler, build)
     load = info["loadavg_at_start"][0]
@@ -495,13 +503,19 @@ def main(argv: list[str]) -> int:
           + ("  — WARNING: the machine is busy; timings will be noisy" if load > 0.7 else ""))
 
     selftest = bindir / "bench_selftest"
+    ran_selftest = False
     if selftest.exists():
         st = run_process([str(selftest)], 300)
         ok = st["rc"] == 0
         print(f"self-test (SHA-1, UTS, Zipf vectors): {'passed' if ok else 'FAILED'}")
         if not ok:
             print(st["stdout"] + st["stderr"])
+            print("FAIL: the self-test failed: nothing measured", file=sys.stderr)
             return 1
+        ran_selftest = True
+    else:
+        missing.append(f"{selftest.name} was not built: the problems' building blocks are unchecked")
+        print(f"MISSING: {missing[-1]}")
 
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     outdir = Path(args.results) / stamp
@@ -580,17 +594,29 @@ def main(argv: list[str]) -> int:
         except Exception as e:  # a plotting problem must not lose the measurements
             print(f"warning: plotting failed ({e!r}); the CSV/JSON results are complete")
 
+    micro_ran: list[str] = []
     if not args.no_micro and not only:
         micro_lines = []
         for name in ["micro_fib_overhead", "micro_magpie"]:
             exe = bindir / name
             if not exe.exists():
+                missing.append(f"{name} was not built (libbenchmark-dev missing?)")
+                print(f"\nMISSING: {missing[-1]}")
                 continue
             print(f"\nmicrobenchmarks: {name}", flush=True)
             if args.wait_quiet > 0:
                 wait_quiet(args.wait_quiet)
             res = run_process([str(exe), "--benchmark_color=false"], 600)
             text = res["stdout"] + ("" if res["rc"] == 0 else f"\n(exit status {res['rc']})\n" + res["stderr"])
+            # Google Benchmark reports a run that called SkipWithError (micro_fib_overhead: a
+            # wrong fib) as "ERROR OCCURRED"; the binary then also exits 1.
+            errors = [l.strip() for l in res["stdout"].splitlines() if "ERROR OCCURRED" in l]
+            if res["rc"] != 0 or errors:
+                failures.append(f"{name}: " + ("; ".join(errors) if errors else f"exit status {res['rc']}")
+                                + ("  (timed out)" if res["timed_out"] else ""))
+            else:
+                micro_ran.append(name + (" (every fib checked)" if name == "micro_fib_overhead"
+                                         else " (no answers to check)"))
             if (res.get("other_cores") or 0) > NOISE_CORES:
                 text += f"\nWARNING: other processes kept {res['other_cores']:.2f} cores busy during this run\n"
             micro_lines.append(f"== {name}\n{text}")
@@ -610,10 +636,24 @@ def main(argv: list[str]) -> int:
     print(f"\nresults: {outdir} (also {latest}): results.csv, results.json, summary.txt"
           + (", micro.txt" if (outdir / "micro.txt").exists() else "")
           + (", " + ", ".join(plots) if plots else ""))
+    # What ran, what was missing, what failed: "all checks passed" only when all three say so.
+    checked = sum(1 for r in rows if r.get("check") == "OK")
+    unref = sum(1 for r in rows if r.get("check") == "UNREF")
+    print(f"\nran: {len(rows)} measurement(s) ({checked} checked against a reference answer, "
+          f"{unref} without one but agreeing across runtimes and worker counts, "
+          f"{len(rows) - checked - unref} failed); self-test "
+          + ("passed" if ran_selftest else "NOT RUN")
+          + ("; microbenchmarks: not requested (--only or --no-micro)" if args.no_micro or only
+             else f"; microbenchmarks passed: {', '.join(micro_ran) or 'none'}"))
+    if missing:
+        print(f"MISSING: {len(missing)} requested item(s) did not run:")
+        for m in missing:
+            print("  " + m)
     if failures:
-        print(f"\nFAIL: {len(failures)} measurement(s) failed:")
+        print(f"FAIL: {len(failures)} check(s) failed:")
         for f in failures:
             print("  " + f)
+    if missing or failures:
         return 1
     print("all checks passed")
     return 0

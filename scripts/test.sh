@@ -1,15 +1,52 @@
 #!/usr/bin/env bash
 # Sets up everything and runs magpie's tests: GCC 12 and Clang 16 builds (with assertions, -O2),
-# then the whole suite under ASan+UBSan and under ThreadSanitizer, the spin models and the
-# install/consumer checks. Usage: scripts/test.sh [PRESET...]   (default: all four presets)
+# the release builds users and benchmarks run (GCC 12 -O3 NDEBUG; Clang 16 release with the opt-in
+# MAGPIE_ASYMMETRIC_FENCES), then the whole suite under ASan+UBSan and under ThreadSanitizer, the
+# spin models and the install/consumer checks.
+# Usage: scripts/test.sh [PRESET...]   (default: all six presets)
+# Ends with the skipped tests and why, then `N passed, N failed, N skipped`; exit status 1 when
+# anything failed (a skipped test is not a failure).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh test
 
 presets=("$@")
-if ((${#presets[@]} == 0)); then presets=(dev dev-clang asan-ubsan tsan); fi
+if ((${#presets[@]} == 0)); then
+  presets=(dev dev-clang release release-clang-fences asan-ubsan tsan)
+fi
 jobs=$(nproc)
-passed=0 failed=0 failed_presets=()
+passed=0 failed=0 skipped=0 failed_presets=()
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Reads ctest's JUnit file ($1) for preset $2: prints "passed failed skipped" on the first line,
+# then one line per skipped test: preset<TAB>reason<TAB>name. ctest's own summary counts skipped
+# tests as passed; here a test passed only if it ran and succeeded. A gtest skip's reason is the
+# line after "<file>:<line>: Skipped" in its output.
+junit_counts() {
+  awk -v preset="$2" '
+    function attr(k,   s) {
+      if (match($0, k "=\"[^\"]*\"") == 0) return ""
+      return substr($0, RSTART + length(k) + 2, RLENGTH - length(k) - 3)
+    }
+    function unxml(s) {
+      gsub(/&lt;/, "<", s); gsub(/&gt;/, ">", s); gsub(/&quot;/, "\"", s); gsub(/&apos;/, "'\''", s)
+      gsub(/&amp;/, "\\&", s); return s
+    }
+    /<testcase / { name = unxml(attr("name")); sub(/  # .*$/, "", name); status = attr("status"); why = ""; reason = ""; grab = 0; next }
+    /<skipped message=/ { why = attr("message"); next }
+    grab == 1 { if ($0 !~ /^\[/) reason = unxml($0); grab = 2 }
+    /: Skipped$/ { grab = 1 }
+    /<\/testcase>/ {
+      if (status == "run") p++
+      else if (status == "disabled") { s++; out = out preset "\tdisabled (DISABLED test property; the reason is beside it in tests/)\t" name "\n" }
+      else if (status == "notrun" && why ~ /^SKIP_/) {
+        s++; out = out preset "\t" (reason == "" ? "skipped (no reason given)" : reason) "\t" name "\n"
+      } else f++  # failed, timed out, or could not run (e.g. a missing executable)
+    }
+    END { printf "%d %d %d\n%s", p, f, s, out }
+  ' "$1"
+}
 
 # Formatting is part of the contract (.clang-format): one check, before any build.
 echo "=== magpie tests: clang-format ==="
@@ -18,6 +55,7 @@ if git ls-files '*.hpp' '*.cpp' | xargs clang-format-16 --dry-run -Werror; then
 else
   failed=$((failed + 1)) failed_presets+=(clang-format)
 fi
+: >"$tmp/skipped"
 for preset in "${presets[@]}"; do
   echo "=== magpie tests: preset $preset ==="
   extra=()
@@ -25,20 +63,49 @@ for preset in "${presets[@]}"; do
   if [ "$preset" = dev ]; then extra=(-DMAGPIE_MODEL_CHECK=ON -DMAGPIE_INSTALL_TEST=ON); fi
   cmake --preset "$preset" "${extra[@]}" >/dev/null
   cmake --build --preset "$preset" -j "$jobs"
-  log=$(mktemp)
-  if ctest --preset "$preset" -j "$jobs" 2>&1 | tee "$log"; then :; else failed_presets+=("$preset"); fi
-  p=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\2 \1/p' "$log" | tail -1)
-  if [ -n "$p" ]; then
-    read -r total bad <<<"$p"
-    passed=$((passed + total - bad)) failed=$((failed + bad))
+  junit="$tmp/$preset.xml"
+  if ctest --preset "$preset" -j "$jobs" --output-junit "$junit"; then :; else failed_presets+=("$preset"); fi
+  if [ -s "$junit" ]; then
+    junit_counts "$junit" "$preset" >"$tmp/counts"
+    read -r p f s <"$tmp/counts"
+    tail -n +2 "$tmp/counts" >>"$tmp/skipped"
+    passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+    if ((f > 0)) && [[ " ${failed_presets[*]} " != *" $preset "* ]]; then failed_presets+=("$preset"); fi
   else
+    echo "ctest wrote no results for preset $preset" >&2
     failed=$((failed + 1)) failed_presets+=("$preset")
   fi
-  rm -f "$log"
 done
 echo
 echo "presets: ${presets[*]}"
-echo "${passed} passed, ${failed} failed"
+if [ -s "$tmp/skipped" ]; then
+  # Grouped by preset and reason; instances of one parameterised test share a line: a/b/{x,y}.
+  echo "skipped:"
+  awk -F'\t' '
+    {
+      key = $1 "\t" $2
+      if (!(key in seen)) { seen[key] = 1; keys[++nk] = key }
+      base = $3; param = ""
+      if (match($3, /\/[^\/.]+$/) && index($3, "/") < RSTART) { base = substr($3, 1, RSTART - 1); param = substr($3, RSTART + 1) }
+      t = key "\t" base
+      if (!(t in params)) { names[key] = names[key] SUBSEP base; params[t] = param; n[key]++ }
+      else params[t] = params[t] "," param
+      cnt[key]++
+    }
+    END {
+      for (i = 1; i <= nk; i++) {
+        split(keys[i], kr, "\t")
+        printf "  [%s] %d: %s\n", kr[1], cnt[keys[i]], kr[2]
+        m = split(substr(names[keys[i]], 2), bs, SUBSEP)
+        for (j = 1; j <= m; j++) {
+          pr = params[keys[i] "\t" bs[j]]
+          printf "      %s%s\n", bs[j], pr == "" ? "" : (pr ~ /,/ ? "/{" pr "}" : "/" pr)
+        }
+      }
+    }
+  ' "$tmp/skipped"
+fi
+echo "${passed} passed, ${failed} failed, ${skipped} skipped"
 if ((${#failed_presets[@]})); then
   echo "failing presets: ${failed_presets[*]}" >&2
   exit 1

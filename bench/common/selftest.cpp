@@ -154,11 +154,18 @@ int main(int argc, char **argv) {
   for (auto [n, want] : {std::pair{8, 92L}, std::pair{10, 724L}}) {
     expect(nq(n, 0, {}) == want, "nqueens " + std::to_string(n));
   }
-  double const n = full ? 10'000 : 100;
-  double const got = integ(0, integrate_problem::f(0), n, integrate_problem::f(n), 0, 1e-9, 0);
-  expect(integrate_problem::check(got, {"x", n, 1e-9}).kind == bench::verdict::ok,
+  // The stored references (checked bit for bit) must be the integral to the rule's accuracy.
+  for (auto const &z : integrate_problem::sizes) {
+    double const want = integrate_problem::exact(z.n);
+    expect(std::fabs(z.reference - want) <= 1e-8 * want,
+           std::string("integrate reference for size ") + z.name + " is n^4/4 + n^2/2 within 1e-8");
+  }
+  auto const &z = integrate_problem::find(full ? "paper" : "small");
+  double const n = z.n;
+  double const got = integ(0, integrate_problem::f(0), n, integrate_problem::f(n), 0, z.epsilon, 0);
+  expect(integrate_problem::check(got, z).kind == bench::verdict::ok,
          "integrate n=" + std::to_string(n) + ": " + std::to_string(integ_calls) +
-             " calls, depth " + std::to_string(integ_depth));
+             " calls, depth " + std::to_string(integ_depth) + ", the reference bit for bit");
   if (full) {
     expect(integ_calls == 350'009'975 && integ_depth == 32,
            "integrate n=10^4: 350,009,975 calls, depth 32");

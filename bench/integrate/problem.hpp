@@ -17,12 +17,16 @@ struct size {
   char const *name;
   double n;
   double epsilon;
+  double reference; ///< the serial recursion's result, bit for bit (see check())
 };
 
+// References: the serial projection's result (GCC 12 and Clang 16, -ffp-contract=off), as exact
+// hexadecimal literals. The exact integral n⁴/4 + n²/2 is 250,000,500,000, 2,500,000,050,000,000
+// and 25,005,000; the rule's error is 1.0e-3, 0 and 4.0e-5 of it.
 inline constexpr size sizes[] = {
-    {"default", 1'000, 1e-9}, // ~16 M calls
-    {"paper", 10'000, 1e-9},  // 350,009,975 calls, max depth 32
-    {"small", 100, 1e-9},
+    {"default", 1'000, 1e-9, 0x1.d1a9872900021p+37}, // 15,016,391 calls, depth 23
+    {"paper", 10'000, 1e-9, 0x1.1c3793dd661p+51},    // 350,009,975 calls, depth 32
+    {"small", 100, 1e-9, 0x1.7d8bc80002972p+24},     // 779,923 calls, depth 19
 };
 
 inline size const &find(std::string const &s) {
@@ -59,13 +63,23 @@ inline step split(double x1, double y1, double x2, double y2, double area, doubl
 /// Exact integral n⁴/4 + n²/2.
 inline double exact(double n) { return n * n * n * n / 4.0 + n * n / 2.0; }
 
+/// Every runtime must return the serial recursion's result bit for bit. The call tree and every
+/// operation are fixed (split() above, -ffp-contract=off), and every runtime combines the halves
+/// as l + r, so the sum is the same expression tree whatever runs where; any difference is a lost,
+/// duplicated or wrong subtree. Why no tolerance: f ≥ 0 on [0, n], so the smallest subtree is a
+/// leaf, and the smallest leaf (at x = 0) contributes 2.9e-5 at the default size, one unit in the
+/// last place of the 2.5e11 result (3.05e-5): any tolerance would let it go. Dropping any one of
+/// the 623 subtrees worth < 1e-3 (33 ulps) changes the default result (tried one by one); a
+/// larger subtree moves it by more than the ≤ 23 roundings on its path (≤ 11.5 ulps) can undo.
+/// At the paper size (ulp 0.5) the smallest leaves are worth ~1e-5 and may be lost unseen; a
+/// relative 1e-8 would have passed any lost subtree worth < 2,500 at the default size.
 inline bench::verdict check(double got, size const &z) {
-  double const want = exact(z.n);
-  bool const ok = std::fabs(got - want) <= 1e-8 * std::fmax(std::fabs(want), 1.0);
+  bool const ok = got == z.reference;
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", got);
-  char note[96];
-  std::snprintf(note, sizeof note, "expected %.17g within relative 1e-8", want);
+  char note[128];
+  std::snprintf(note, sizeof note, "expected %.17g (%a), the serial recursion's result; got %a",
+                z.reference, z.reference, got);
   return {ok ? bench::verdict::ok : bench::verdict::fail, buf, ok ? "" : note};
 }
 

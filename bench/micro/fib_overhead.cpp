@@ -1,7 +1,8 @@
 // bench/micro/fib_overhead.cpp — the figure of merit of DESIGN.md §3: fib with every call a
 // task on one worker (T_1) against a plain recursive `long fib(int)` (T_s), same binary, same
 // flags. Reports ns per call (calls = 2·fib(n+1) − 1) and T_1/T_s. Google Benchmark runs both;
-// the custom main prints the ratio at the end.
+// the custom main prints the ratio at the end. Every computed fib is checked: a wrong one fails
+// its benchmark (SkipWithError, "ERROR OCCURRED" in the output) and the exit status is 1.
 
 #include <benchmark/benchmark.h>
 
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "magpie/magpie.hpp"
 
@@ -45,39 +47,69 @@ double calls(int n) {
   return 2.0 * static_cast<double>(a) - 1.0; // 2·fib(n+1) − 1
 }
 
+/// fib(n) by iteration: the answer every benchmark below must compute (fib(30) = 832,040).
+long fib_reference(int n) {
+  long a = 0;
+  long b = 1;
+  for (int i = 0; i < n; ++i) {
+    a = std::exchange(b, a + b);
+  }
+  return a;
+}
+
+int wrong_answers = 0; ///< benchmarks run one at a time (no ->Threads()), so a plain int
+
+/// True if `got` is fib(n); otherwise fails the benchmark run with the wrong value.
+bool check(benchmark::State &state, long got, int n) {
+  if (got == fib_reference(n)) [[likely]] {
+    return true;
+  }
+  ++wrong_answers;
+  state.SkipWithError(("wrong answer: fib(" + std::to_string(n) + ") = " + std::to_string(got) +
+                       ", expected " + std::to_string(fib_reference(n)))
+                          .c_str());
+  return false;
+}
+
 void BM_fib_serial(benchmark::State &state) {
   int volatile n = static_cast<int>(state.range(0));
   for (auto _ : state) {
-    benchmark::DoNotOptimize(fib_plain(n));
+    long const r = fib_plain(n);
+    benchmark::DoNotOptimize(r);
+    if (!check(state, r, n)) {
+      break;
+    }
+  }
+  state.counters["calls"] = calls(n);
+}
+
+/// fib(n) on `sched`, `state`'s iterations, every answer checked.
+template <typename Scheduler>
+void run_fib_task(benchmark::State &state, Scheduler &sched) {
+  int const n = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    long const r = magpie::sync_wait(sched, fib_task, n);
+    benchmark::DoNotOptimize(r);
+    if (!check(state, r, n)) {
+      break;
+    }
   }
   state.counters["calls"] = calls(n);
 }
 
 void BM_fib_inline(benchmark::State &state) {
-  int const n = static_cast<int>(state.range(0));
   magpie::inline_scheduler s;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(magpie::sync_wait(s, fib_task, n));
-  }
-  state.counters["calls"] = calls(n);
+  run_fib_task(state, s);
 }
 
 void BM_fib_lazy1(benchmark::State &state) {
-  int const n = static_cast<int>(state.range(0));
   magpie::lazy_pool pool(1);
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(magpie::sync_wait(pool, fib_task, n));
-  }
-  state.counters["calls"] = calls(n);
+  run_fib_task(state, pool);
 }
 
 void BM_fib_busy1(benchmark::State &state) {
-  int const n = static_cast<int>(state.range(0));
   magpie::busy_pool pool(1);
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(magpie::sync_wait(pool, fib_task, n));
-  }
-  state.counters["calls"] = calls(n);
+  run_fib_task(state, pool);
 }
 
 constexpr int n_fib = 30;
@@ -94,7 +126,8 @@ public:
 
   void ReportRuns(std::vector<Run> const &runs) override {
     for (auto const &r : runs) {
-      if (r.run_type == Run::RT_Iteration && r.iterations > 0) {
+      // A run failed by check() stopped in its first iteration and timed nothing: left out.
+      if (r.run_type == Run::RT_Iteration && r.iterations > 0 && r.real_accumulated_time > 0) {
         m_ns[r.run_name.function_name] =
             r.real_accumulated_time * 1e9 / static_cast<double>(r.iterations);
       }
@@ -131,5 +164,10 @@ int main(int argc, char **argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   reporter.summary();
   benchmark::Shutdown();
+  if (wrong_answers > 0) {
+    std::fprintf(stderr, "micro_fib_overhead: %d wrong fib answer(s): see ERROR OCCURRED above\n",
+                 wrong_answers);
+    return 1;
+  }
   return 0;
 }

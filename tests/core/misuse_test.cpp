@@ -6,8 +6,13 @@
 
 #include "common/test_support.hpp"
 
-#if !MAGPIE_DEBUG
-#  error "the misuse tests need magpie's debug assertions (build with the dev presets)"
+// Misuse caught only by MAGPIE_ASSERT goes undiagnosed under NDEBUG (MAGPIE_DEBUG=0, the release
+// presets): those tests report themselves as skipped there, with this reason.
+#if MAGPIE_DEBUG
+#  define MAGPIE_SKIP_UNLESS_DEBUG() static_cast<void>(0)
+#else
+#  define MAGPIE_SKIP_UNLESS_DEBUG()                                                               \
+    GTEST_SKIP() << "diagnosed by MAGPIE_ASSERT, which NDEBUG compiles out (MAGPIE_DEBUG=0)"
 #endif
 
 namespace {
@@ -31,6 +36,7 @@ task<long> forgets_to_join(int n) {
 }
 
 TEST_F(misuse, returning_with_unjoined_children_on_the_inline_scheduler) {
+  MAGPIE_SKIP_UNLESS_DEBUG();
   EXPECT_DEATH(
       {
         magpie::inline_scheduler s;
@@ -40,6 +46,7 @@ TEST_F(misuse, returning_with_unjoined_children_on_the_inline_scheduler) {
 }
 
 TEST_F(misuse, returning_with_unjoined_children_on_a_pool) {
+  MAGPIE_SKIP_UNLESS_DEBUG();
   EXPECT_DEATH(
       {
         magpie::lazy_pool p(2);
@@ -48,8 +55,12 @@ TEST_F(misuse, returning_with_unjoined_children_on_a_pool) {
       "never joined");
 }
 
+/// Creates a task whose frame escapes, so the frame must be allocated: Clang -O3 elides the
+/// allocation of a task created and destroyed in one function (HALO), and the check with it.
+MAGPIE_NOINLINE task<long> fib_outside_a_worker(int n) { return fib(n); }
+
 TEST_F(misuse, calling_an_async_function_outside_a_worker) {
-  EXPECT_DEATH({ auto t = fib(3); }, "outside a worker.*sync_wait");
+  EXPECT_DEATH({ auto t = fib_outside_a_worker(3); }, "outside a worker.*sync_wait");
 }
 
 task<long> creates_but_never_starts() {
@@ -60,6 +71,7 @@ task<long> creates_but_never_starts() {
 }
 
 TEST_F(misuse, creating_a_task_without_starting_it) {
+  MAGPIE_SKIP_UNLESS_DEBUG();
   EXPECT_DEATH(
       {
         magpie::inline_scheduler s;
@@ -76,6 +88,7 @@ task<long> stack_alloc_inside_scope() {
 }
 
 TEST_F(misuse, stack_alloc_inside_a_fork_join_scope) {
+  MAGPIE_SKIP_UNLESS_DEBUG();
   EXPECT_DEATH(
       {
         magpie::inline_scheduler s;
@@ -94,6 +107,7 @@ task<long> stack_array_dies_inside_scope() {
 }
 
 TEST_F(misuse, stack_array_freed_inside_a_fork_join_scope) {
+  MAGPIE_SKIP_UNLESS_DEBUG();
   EXPECT_DEATH(
       {
         magpie::inline_scheduler s;

@@ -14,6 +14,8 @@
 // (Linux only). Under ThreadSanitizer, which models neither fences nor membarrier, it is always
 // off, and the deque uses seq_cst operations on `bottom` and `top`.
 
+#include <atomic>
+
 #if !defined(MAGPIE_ASYMMETRIC_FENCES)
 #  define MAGPIE_ASYMMETRIC_FENCES 0
 #endif
