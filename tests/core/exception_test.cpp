@@ -162,12 +162,12 @@ TEST_P(exception_test, from_every_leaf_of_a_tree) {
 // --- the join rethrows only once every sibling has finished ----------------------------------
 //
 // The parent catches around its join and checks, at the moment the join rethrows, that every
-// sibling has set its done flag. Slow siblings burn time in a noinline function (GCC 12 may drop a
-// busy loop written in a coroutine body), so that on two or more workers the thrower's exception
-// is stored while stolen siblings still run: a join that rethrew early would see a flag unset.
-// Before its join the parent notes whether some sibling was still running (the case the check is
-// about); on pools with 2+ workers the tests repeat until that happened (at most 5 s), and assert
-// that it did.
+// sibling has set its done flag (when its frame died, see done_marker). Slow siblings burn time in
+// a noinline function (GCC 12 may drop a busy loop written in a coroutine body), so that on two or
+// more workers the thrower's exception is stored while stolen siblings still run: a join that
+// rethrew early would see a flag unset. Before its join the parent notes whether some sibling was
+// still running (the case the check is about); on pools with 2+ workers the tests repeat until that
+// happened (at most 5 s), and assert that it did.
 
 /// This thread's CPU time: a sibling preempted on the oversubscribed machine keeps running (and
 /// its flag stays unset) instead of finding its wall-clock deadline passed when it resumes.
@@ -200,8 +200,8 @@ struct scope_flags {
   std::string unfinished() const {
     std::string out;
     for (int i = 0; i < n; ++i) {
-      // relaxed: a join that returned (or rethrew) acquired every child's arrival, which follows
-      // its flag store; a flag seen unset here means the join did not wait for that child.
+      // relaxed: a join that rethrew acquired every child's arrival, which follows its flag
+      // store; a flag seen unset here means the join did not wait for that child.
       if (!done[i].load(std::memory_order_relaxed)) {
         out += std::to_string(i) + " ";
       }
@@ -215,7 +215,7 @@ struct join_outcome {
   std::atomic<int> rethrown{0}; // joins that rethrew (must be one per run)
   std::atomic<int> early{0};    // ... while some sibling had not finished (must be 0)
   std::atomic<int> waited{0};   // runs whose join found a sibling still running
-  std::atomic<int> wrong_id{0}; // ... or rethrew an exception that was not the thrower's
+  std::atomic<int> wrong_id{0}; // joins that rethrew an exception the thrower did not throw
   std::string first_unfinished; // for the failure message (written under `early`)
   std::atomic<bool> recorded{false};
 
