@@ -233,7 +233,10 @@ public:
   }
   ~tracked() {
     check();
-    m_magic = dead_magic;
+    // Through a volatile pointer (as in common/lifetime.hpp): a plain store to a dying object is
+    // a dead store that GCC removes (-flifetime-dse) unless something after it might read the
+    // object, and then a later use of the dead object would look alive.
+    *static_cast<std::uint64_t volatile *>(&m_magic) = dead_magic;
     tracked_counters().destroyed.fetch_add(1);
   }
 
@@ -241,11 +244,15 @@ public:
     check();
     return m_value;
   }
-  bool alive() const noexcept { return m_magic == alive_magic; }
+  bool alive() const noexcept { return load_magic() == alive_magic; }
 
 private:
+  /// Volatile, so that a read of a dead object is not folded from what the optimiser knows.
+  std::uint64_t load_magic() const noexcept {
+    return *static_cast<std::uint64_t const volatile *>(&m_magic);
+  }
   void check() const noexcept {
-    if (m_magic != alive_magic) {
+    if (load_magic() != alive_magic) {
       tracked_counters().errors.fetch_add(1);
     }
   }

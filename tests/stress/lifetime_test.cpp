@@ -1,5 +1,6 @@
-// tests/stress/lifetime_test.cpp — the instruments of tests/common/lifetime.hpp can fail: each
-// kind of lifetime error they exist to catch is provoked here by hand and must be reported.
+// tests/stress/lifetime_test.cpp — the instruments of tests/common/lifetime.hpp (and the `tracked`
+// of tests/common/test_support.hpp that the unit tests use) can fail: each kind of lifetime error
+// they exist to catch is provoked here by hand and must be reported.
 
 #include <cstddef>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "common/lifetime.hpp"
+#include "common/test_support.hpp"
 #include "magpie/magpie.hpp"
 
 // The test below reads objects after their destructor ran, on purpose.
@@ -52,6 +54,38 @@ TEST(lifetime, TrackedDetectsDoubleDestructionAndUseAfterDestruction) {
   magpie::lifetime::reset_errors();
   // Rebalance the counters for the tests that follow (the double destruction counted twice).
   ::new (storage) tracked<int>(0);
+}
+
+/// Ends `t`'s lifetime out of line, as a frame's destruction does: the optimiser sees a store to an
+/// object whose lifetime ends right after, which -flifetime-dse lets it remove unless it is
+/// volatile (a plain store survived in GCC 12 only while an atomic increment followed it).
+template <typename T>
+[[gnu::noinline]] void destroy_out_of_line(T *t) {
+  t->~T();
+}
+
+TEST(lifetime, TestSupportTrackedDetectsDoubleDestructionAndUseAfterDestruction) {
+  using magpie::test::tracked_counters;
+  using support_tracked = magpie::test::tracked;
+  auto &c = tracked_counters();
+  long const errors = c.errors.load();
+  long const live = c.live();
+  alignas(support_tracked) std::byte storage[sizeof(support_tracked)];
+  auto *t = ::new (storage) support_tracked(7);
+  EXPECT_TRUE(t->alive());
+  destroy_out_of_line(t);
+  EXPECT_EQ(c.errors.load(), errors) << "a first destruction is not an error";
+  EXPECT_FALSE(t->alive()) << "the destructor's mark of death was optimised away";
+  (void)t->value(); // read of a destroyed object
+  EXPECT_EQ(c.errors.load(), errors + 1) << "a use after destruction was not reported";
+  destroy_out_of_line(t); // double destruction
+  EXPECT_EQ(c.errors.load(), errors + 2) << "a double destruction was not reported";
+  *t = support_tracked(3); // assignment to a destroyed object
+  EXPECT_EQ(c.errors.load(), errors + 3) << "an assignment to a destroyed object was not reported";
+  // Rebalance the counters (the double destruction counted twice) and clear the errors.
+  ::new (storage) support_tracked(0);
+  EXPECT_EQ(c.live(), live);
+  c.errors = errors;
 }
 
 TEST(lifetime, TrackedErrorCountsLiveExceptionObjects) {
