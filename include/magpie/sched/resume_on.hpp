@@ -31,7 +31,8 @@ struct resume_on_awaitable : job {
 
   bool await_ready() const noexcept { return false; }
 
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<>) noexcept {
+  MAGPIE_CORO_SUSPEND_NOINLINE std::coroutine_handle<>
+  await_suspend(std::coroutine_handle<>) noexcept {
     core::context *ctx = m_frame->m_ctx;
     // Our frame (and any stack_array) is on the current chain: it goes with us.
     m_frame->m_stack = ctx->release_stack();
