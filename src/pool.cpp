@@ -245,8 +245,10 @@ void pool::run_batch(detail::worker &w, job *j) {
     job *next = j->m_next; // read first: running a job may end its storage's lifetime
     w.ctx.bump(core::counter::jobs);
     j->m_run(j, w.ctx);
-    MAGPIE_ASSERT(w.ctx.stack().empty() && w.ctx.tasks().empty(),
-                  "internal: a worker's strand ended with frames or continuations left behind");
+    MAGPIE_CHECK(w.ctx.stack().empty() && w.ctx.tasks().empty(), // always on: once per strand
+                 "a worker's strand ended with frames or continuations left behind: an awaitable "
+                 "suspended a task without handing its stack on (see the stack protocol in "
+                 "docs/protocols.md), or a magpie bug: please report it");
     j = next;
   }
   become_thief();
@@ -300,8 +302,10 @@ bool pool::try_steal(detail::worker &w) {
   f->m_ctx = &w.ctx;
   w.ctx.bump(core::counter::steals);
   f->m_handle.resume();
-  MAGPIE_ASSERT(w.ctx.stack().empty() && w.ctx.tasks().empty(),
-                "internal: a worker's strand ended with frames or continuations left behind");
+  MAGPIE_CHECK(w.ctx.stack().empty() && w.ctx.tasks().empty(), // always on: once per strand
+               "a worker's strand ended with frames or continuations left behind: an awaitable "
+               "suspended a task without handing its stack on (see the stack protocol in "
+               "docs/protocols.md), or a magpie bug: please report it");
   become_thief();
   return true;
 }

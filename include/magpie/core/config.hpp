@@ -23,6 +23,23 @@
 #  define MAGPIE_FORCEINLINE inline
 #endif
 
+// Clang before 19 inlines await_suspend into the coroutine before splitting it, and may then
+// keep, spill or sink accesses to the coroutine frame past a call inside await_suspend that lets
+// another thread resume the coroutine (LLVM issues 56301, 65054, 72006; fixed in Clang 19 by
+// llvm.coro.await.suspend). magpie's fork, join and resume_on awaiters pass their point of no
+// return in the middle of await_suspend. docs/clang-coroutine-frames.md shows from Clang 16's
+// code that it keeps every frame access before that point (-O0 to -O3, and with everything
+// inlined). MAGPIE_OUTLINE_SUSPEND=1 keeps those await_suspend bodies out of line all the same:
+// an opaque call, past whose point of no return nothing can be moved from the outside.
+#if !defined(MAGPIE_OUTLINE_SUSPEND)
+#  define MAGPIE_OUTLINE_SUSPEND 0
+#endif
+#if MAGPIE_OUTLINE_SUSPEND
+#  define MAGPIE_CORO_SUSPEND_NOINLINE MAGPIE_NOINLINE
+#else
+#  define MAGPIE_CORO_SUSPEND_NOINLINE
+#endif
+
 // GCC turns symmetric transfer (one coroutine resuming the next from await_suspend) into a tail
 // call only when it optimises sibling calls (-O2, or -O1 -foptimize-sibling-calls). Without it,
 // every fork, call and return grows the OS stack and long computations overflow it.

@@ -58,7 +58,8 @@ struct forked_child {
   frame_base *m_child;
 
   bool await_ready() const noexcept { return false; }
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<>) const noexcept {
+  MAGPIE_CORO_SUSPEND_NOINLINE std::coroutine_handle<>
+  await_suspend(std::coroutine_handle<>) const noexcept {
     std::coroutine_handle<> child = m_child->m_handle;
     m_parent->m_ctx->tasks().push_reserved(m_parent);
     // Point of no return: a thief may now resume the parent; only `child` is ours.
@@ -132,7 +133,8 @@ struct join_awaitable {
     return false;
   }
 
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<> self) const noexcept {
+  MAGPIE_CORO_SUSPEND_NOINLINE std::coroutine_handle<>
+  await_suspend(std::coroutine_handle<> self) const noexcept {
     frame_base *f = m_frame;
     context *ctx = f->m_ctx;
     std::uint32_t const share = frame_base::join_init - f->m_steals;

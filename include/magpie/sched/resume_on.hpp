@@ -37,7 +37,8 @@ struct resume_on_awaitable : job {
 
   bool await_ready() const noexcept { return false; }
 
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<>) noexcept {
+  MAGPIE_CORO_SUSPEND_NOINLINE std::coroutine_handle<>
+  await_suspend(std::coroutine_handle<>) noexcept {
     core::context *ctx = m_frame->m_ctx;
     pool *target = m_pool; // read now: `this` lives in the frame that the push gives away
     // Our frame (and any stack_array) is on the current chain: it goes with us.
