@@ -112,6 +112,14 @@ magpie::core::worker_stats operator-(magpie::core::worker_stats a,
   return a;
 }
 
+/// The most operator new calls a stretch of fork–join runs may make: one fresh first stacklet per
+/// hand-off in the stretch, plus one per worker for hand-offs made before it — a worker that gave
+/// its chain away (with no spare) before the stretch began allocates its next chain inside it
+/// (seen: 1 allocation with 0 hand-offs in the stretch, on busy_3 and lazy_2).
+long handoff_budget(magpie::core::worker_stats const &d, std::size_t workers) {
+  return static_cast<long>(d.handoffs + workers);
+}
+
 std::size_t stacklets_allocated() { return magpie::core::get_stack_stats().stacklets_allocated; }
 
 // ---------------------------------------------------------------------------------------------
@@ -135,7 +143,7 @@ TEST_P(zero_alloc, second_fib_run_allocates_nothing) {
   if (m_sched.serial()) {
     EXPECT_EQ(steady, 0) << "a second fib(" << n << ") allocated on the heap";
   } else { // at most one fresh first stacklet per hand-off (see allocations_are_bounded_by_...)
-    EXPECT_LE(steady, static_cast<long>(d.handoffs));
+    EXPECT_LE(steady, handoff_budget(d, m_sched.workers()));
   }
 }
 
@@ -161,7 +169,7 @@ TEST_P(zero_alloc, steady_state_with_void_tasks_and_stack_arrays) {
   if (m_sched.serial()) {
     EXPECT_EQ(steady, 0);
   } else {
-    EXPECT_LE(steady, static_cast<long>(d.handoffs));
+    EXPECT_LE(steady, handoff_budget(d, m_sched.workers()));
   }
 }
 
@@ -288,8 +296,10 @@ TEST_P(zero_alloc_pools, allocations_are_bounded_by_hand_offs) {
   //    since the worker then has a chain again;
   //  * nothing else grows: fib(22)'s deepest chain (22 frames) fits in one first stacklet, the
   //    deques never hold more than 22 entries (< their initial 256 slots), and no task throws.
-  // Hence operator new calls <= hand-offs (the multiple is 1). In practice they are far fewer:
-  // the worker that adopts a chain keeps its own as the spare, so chains circulate.
+  // Hence operator new calls <= hand-offs (the multiple is 1), counting hand-offs made before the
+  // measured stretch whose worker had not yet allocated again: at most one per worker, so the
+  // stretch's budget is its hand-offs + P (handoff_budget). In practice they are far fewer: the
+  // worker that adopts a chain keeps its own as the spare, so chains circulate.
   int const n = 22;
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ(m_sched.run(fib, n), serial_fib(n));
@@ -309,7 +319,7 @@ TEST_P(zero_alloc_pools, allocations_are_bounded_by_hand_offs) {
               to_string(GetParam()).c_str(), runs, n, news,
               static_cast<unsigned long long>(d.steals),
               static_cast<unsigned long long>(d.handoffs));
-  EXPECT_LE(news, static_cast<long>(d.handoffs))
+  EXPECT_LE(news, handoff_budget(d, m_sched.workers()))
       << "more heap allocations than stack hand-offs: something allocates per task or per steal";
 }
 
