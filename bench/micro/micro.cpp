@@ -2,6 +2,8 @@
 //
 //   BM_fork_join_unstolen   one `fork` of an empty child + `join`, nothing stolen (1 worker)
 //   BM_call                 one `call` of an empty child, for comparison
+//   BM_stack_alloc          one `stack_alloc` + destruction of a small array (trivial elements,
+//                           and std::string elements), outside any scope (the common path)
 //   BM_steal_round_trip     a forked child's continuation stolen by the other worker of a
 //                           2-worker busy pool, and the join completed (see below)
 //   BM_stack_push_pop       magpie::core::stack allocate + deallocate (bump pointer)
@@ -21,7 +23,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <thread>
 
 #include "magpie/magpie.hpp"
@@ -68,6 +72,25 @@ void BM_call(benchmark::State &state) {
   }
 }
 BENCHMARK(BM_call);
+
+template <typename T>
+magpie::task<void> stack_alloc_loop(std::int64_t n, std::size_t size) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    auto a = co_await magpie::stack_alloc<T>(size);
+    benchmark::DoNotOptimize(a.data());
+  }
+}
+
+template <typename T>
+void BM_stack_alloc(benchmark::State &state) {
+  magpie::inline_scheduler s;
+  auto const size = static_cast<std::size_t>(state.range(0));
+  while (state.KeepRunningBatch(batch)) {
+    magpie::sync_wait(s, stack_alloc_loop<T>, batch, size);
+  }
+}
+BENCHMARK(BM_stack_alloc<std::uint64_t>)->Arg(16);
+BENCHMARK(BM_stack_alloc<std::string>)->Arg(4);
 
 // --- steal round trip -------------------------------------------------------------------------
 

@@ -148,8 +148,11 @@ task<void> two_scopes(round_report *r) {
   co_await join();
   r->parent_last = h2.seen.load() != 0 && magpie::this_worker_index() == before2;
   {
-    auto c = co_await stack_alloc<uint64_t>(large_n); // directly above `b`
-    r->misplaced += address(c.data()) != address(b.data()) + large_n * sizeof(uint64_t) ? 1 : 0;
+    auto c = co_await stack_alloc<uint64_t>(large_n); // directly above `b`, after its header
+    r->misplaced += address(c.data()) != address(b.data()) + large_n * sizeof(uint64_t) +
+                                             magpie::core::frame_base::array_header_bytes
+                        ? 1
+                        : 0;
     fill(c, 3);
     r->damaged += damaged(b, 2);
   }

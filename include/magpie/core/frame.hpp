@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <coroutine>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <new>
@@ -94,30 +95,43 @@ struct frame_base {
     return exception_box::release(box);
   }
 
-  /// Remembers a stack_array to free once the task owns its chain again (see stack_alloc.hpp).
-  /// The list is threaded through the arrays themselves, most recently destroyed (topmost) first.
-  void defer_free(void *array) noexcept {
-    auto *node = static_cast<deferred_free *>(array);
-    node->next = nullptr;
+  /// The header in front of every non-empty stack_array's elements (core/stack_alloc.hpp): the
+  /// record of a deferred destruction. Written only when ~stack_array defers (an exception unwinds
+  /// a scope whose continuation was stolen), so that the list never touches the elements, which
+  /// the scope's children may still be writing or reading.
+  struct deferred_array {
+    deferred_array *next; ///< the next record, lower on the chain (destroyed later)
+    void (*destroy)(void *elements, std::size_t n) noexcept; ///< null: trivially destructible
+    std::size_t count;                                       ///< elements
+  };
+  /// Bytes of the header; the elements follow it and keep the stack's 16-byte alignment.
+  static constexpr std::size_t array_header_bytes = stack::round_up(sizeof(deferred_array));
+  static_assert(array_header_bytes % stacklet::alignment == 0);
+
+  /// Remembers a stack_array to destroy and free once the task owns its chain again. The list is
+  /// kept in destruction order: most recently allocated (topmost) first.
+  void defer_destroy(deferred_array *array) noexcept {
+    array->next = nullptr;
     if (m_deferred == nullptr) {
-      m_deferred = node;
+      m_deferred = array;
     } else {
-      deferred_free *last = m_deferred;
+      deferred_array *last = m_deferred;
       while (last->next != nullptr) {
         last = last->next;
       }
-      last->next = node;
+      last->next = array;
     }
   }
 
-  struct deferred_free {
-    deferred_free *next;
-  };
-
-  /// Frees the deferred arrays; the task must own its chain again (after a join or at the end).
+  /// Destroys the deferred arrays' elements and frees them, topmost first (FILO). The task must
+  /// own its chain again and every child of the scope must have arrived (after a join, or at the
+  /// task's end): the children's writes to the elements happen-before the destructors.
   void release_deferred(stack &s) noexcept {
-    for (deferred_free *d = m_deferred; d != nullptr;) {
-      deferred_free *next = d->next; // topmost first: FILO
+    for (deferred_array *d = m_deferred; d != nullptr;) {
+      deferred_array *next = d->next; // read before the free below
+      if (d->destroy != nullptr) {
+        d->destroy(reinterpret_cast<std::byte *>(d) + array_header_bytes, d->count);
+      }
       s.deallocate(d);
       d = next;
     }
@@ -129,7 +143,7 @@ struct frame_base {
   context *m_ctx = nullptr;         ///< the worker running this task (updated on every hop)
   stacklet *m_stack = nullptr;      ///< the chain this task owns while it is suspended
   std::atomic<exception_box *> m_exception{nullptr}; ///< a child's exception, for the next join
-  deferred_free *m_deferred = nullptr;           ///< stack arrays unwound while the task was stolen
+  deferred_array *m_deferred = nullptr;          ///< stack arrays unwound while the task was stolen
   std::atomic<std::uint32_t> m_joins{join_init}; ///< split join counter (see protocols.md)
   std::uint32_t m_steals = 0; ///< continuations stolen in this scope (runner only)
   frame_kind m_kind = frame_kind::called;

@@ -9,8 +9,11 @@
 // by pointer bump, and is freed in FILO order. Allocate and free only outside fork–join scopes
 // (before the first fork or after the join): inside a scope the task may be running on a thief's
 // stack. Both rules are checked. One exception to the second: when an exception unwinds a scope
-// whose continuation was stolen, arrays are freed when the task has its stack back (at the next
-// join or at its end), since their memory lies on a chain another worker still holds.
+// whose continuation was stolen, an array is destroyed — its elements and its bytes — only when
+// every child of the scope has arrived (at the next join or at the task's end): children may keep
+// writing results into its elements (`fork(&a[i], ...)`) or reading them through references
+// until they finish (docs/exception-scopes.md). Cost: a 32-byte header in front of each non-empty
+// array's elements, written only in that case.
 
 #include <coroutine>
 #include <cstddef>
@@ -43,25 +46,28 @@ public:
     if (m_data == nullptr) {
       return;
     }
-    for (std::size_t i = m_size; i-- > 0;) { // reverse order of construction
-      m_data[i].~T();
-    }
     MAGPIE_CHECK( // always on: freeing here would free frames a thief may be running on
         !m_owner->m_unjoined || std::uncaught_exceptions() > 0,
         "a magpie::stack_array was freed inside a fork-join scope: let it go out of scope "
         "before the first fork or after the join");
+    auto *header = header_of(m_data);
     if (m_owner->m_steals != 0) [[unlikely]] {
-      // Inside a scope whose continuation was stolen (an exception is unwinding it): the array
-      // is on the task's own chain, which another worker holds until the children finish. It is
-      // freed once the task has its chain back (the next join, or the task's end).
-      m_owner->defer_free(m_data);
+      // Inside a scope whose continuation was stolen (an exception is unwinding it): children of
+      // the scope may still write or read the elements, and the array lies on the task's own
+      // chain, which another worker holds until they finish. Destroy nothing now: the task's
+      // runner destroys the elements and frees the bytes once every child has arrived (the next
+      // join, or the task's end). Only the header is written; the elements are the children's.
+      header->destroy = std::is_trivially_destructible_v<T> ? nullptr : &destroy_elements;
+      header->count = m_size;
+      m_owner->defer_destroy(header);
       return;
     }
     // Not stolen: every child has finished and the array is on top of the current chain.
+    destroy_elements(m_data, m_size);
     stack &s = m_owner->m_ctx->stack();
-    MAGPIE_ASSERT(s.is_top(m_data, m_size * sizeof(T)),
+    MAGPIE_ASSERT(s.is_top(header, frame_base::array_header_bytes + m_size * sizeof(T)),
                   "magpie::stack_array freed out of FILO order");
-    s.deallocate(m_data);
+    s.deallocate(header);
   }
 
   T *data() const noexcept { return m_data; }
@@ -94,14 +100,34 @@ private:
     MAGPIE_ASSERT(owner->m_deferred == nullptr,
                   "internal: stack arrays unwound in the last fork-join scope were not freed");
     stack &s = owner->m_ctx->stack();
-    void *mem = s.allocate(n * sizeof(T)); // may throw (allocator hook)
+    // One bump: the header (frame_base::deferred_array, used only if the destruction is
+    // deferred), then the elements, 16-byte aligned like every stack allocation.
+    void *mem = s.allocate(frame_base::array_header_bytes + n * sizeof(T)); // may throw (hook)
+    T *elements =
+        reinterpret_cast<T *>(static_cast<std::byte *>(mem) + frame_base::array_header_bytes);
     try {
-      std::uninitialized_value_construct_n(static_cast<T *>(mem), n);
+      std::uninitialized_value_construct_n(elements, n);
     } catch (...) {
       s.deallocate(mem);
       throw;
     }
-    m_data = static_cast<T *>(mem);
+    m_data = elements;
+  }
+
+  static frame_base::deferred_array *header_of(T *elements) noexcept {
+    return reinterpret_cast<frame_base::deferred_array *>(reinterpret_cast<std::byte *>(elements) -
+                                                          frame_base::array_header_bytes);
+  }
+
+  /// Destroys `n` elements in the reverse order of their construction (type-erased for the
+  /// deferred record).
+  static void destroy_elements(void *elements, std::size_t n) noexcept {
+    if constexpr (!std::is_trivially_destructible_v<T>) {
+      T *data = static_cast<T *>(elements);
+      for (std::size_t i = n; i-- > 0;) {
+        data[i].~T();
+      }
+    }
   }
 
   frame_base *m_owner;
