@@ -286,4 +286,42 @@ struct counted_error : std::runtime_error {
   int id;
 };
 
+// ---------------------------------------------------------------------------------------------
+// Array contents and bounded waits, for tests of stack arrays and of interleavings.
+
+/// A recognisable value for element `i` of the array tagged `tag`: overwrites show up as damage.
+inline std::uint64_t pattern(int tag, std::size_t i) {
+  return (static_cast<std::uint64_t>(tag) << 40) ^ (i * 2654435761u);
+}
+
+template <typename Array>
+void fill(Array &a, int tag) {
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = pattern(tag, i);
+  }
+}
+
+/// Elements of `a` that no longer hold what fill(a, tag) wrote.
+template <typename Array>
+long damaged(Array const &a, int tag) {
+  long bad = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    bad += a[i] != pattern(tag, i) ? 1 : 0;
+  }
+  return bad;
+}
+
+/// Waits (yielding: the machine may have few cores) until `flag` is non-zero; false after 5 s.
+/// Out of line: a busy loop written inside a coroutine body is not reliably kept by GCC 12.
+[[gnu::noinline]] inline bool wait_for(std::atomic<int> const &flag) {
+  auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (flag.load() == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::yield();
+  }
+  return true;
+}
+
 } // namespace magpie::test

@@ -38,40 +38,7 @@ constexpr std::size_t small_n = 8; // the array unwound in scope 1 (64 bytes)
 constexpr std::size_t large_n =
     512; // scope 2's arrays (4 KiB): a reuse of scope 1's spot hits them
 
-uint64_t pattern(int tag, std::size_t i) {
-  return (static_cast<uint64_t>(tag) << 40) ^ (i * 2654435761u);
-}
-
-template <typename Array>
-void fill(Array &a, int tag) {
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    a[i] = pattern(tag, i);
-  }
-}
-
-template <typename Array>
-long damaged(Array const &a, int tag) {
-  long bad = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    bad += a[i] != pattern(tag, i) ? 1 : 0;
-  }
-  return bad;
-}
-
 std::uintptr_t address(void const *p) { return reinterpret_cast<std::uintptr_t>(p); }
-
-/// Waits (yielding: the machine may have few cores) until `flag` is non-zero; false on timeout.
-/// Out of line: a busy loop written inside a coroutine body is not reliably kept by GCC 12.
-[[gnu::noinline]] bool wait_for(std::atomic<int> const &flag) {
-  auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (flag.load() == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-    std::this_thread::yield();
-  }
-  return true;
-}
 
 /// Gives the other side of a handshake time to reach its arrival at the join.
 [[gnu::noinline]] void linger() { std::this_thread::sleep_for(std::chrono::milliseconds(30)); }

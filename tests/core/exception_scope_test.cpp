@@ -57,19 +57,6 @@ struct unwind_signal {
   ~unwind_signal() { r->unwound.store(1); }
 };
 
-/// Waits (yielding) until `flag` is non-zero; false after a bounded time. Out of line: a busy loop
-/// written inside a coroutine body is not reliably kept by GCC 12.
-[[gnu::noinline]] bool wait_for(std::atomic<int> const &flag) {
-  auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (flag.load() == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-    std::this_thread::yield();
-  }
-  return true;
-}
-
 /// A delay between binding a reference and reading through it.
 [[gnu::noinline]] void burn() { (void)spin_work(scaled(20000, 4000)); }
 

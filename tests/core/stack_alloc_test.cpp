@@ -21,26 +21,6 @@ using magpie::task;
 
 class stack_alloc_test : public scheduler_test {};
 
-std::uint64_t pattern(int tag, std::size_t i) {
-  return (static_cast<std::uint64_t>(tag) << 40) ^ (i * 2654435761u);
-}
-
-template <typename Array>
-void fill(Array &a, int tag) {
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    a[i] = pattern(tag, i);
-  }
-}
-
-template <typename Array>
-long damaged(Array const &a, int tag) {
-  long bad = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    bad += a[i] != pattern(tag, i) ? 1 : 0;
-  }
-  return bad;
-}
-
 task<long> sizes_in_one_task() {
   long bad = 0;
   // 0 bytes to 4 MiB; the large ones need stacklets far bigger than the current one.
