@@ -32,6 +32,11 @@ struct param {
   std::size_t workers;
 };
 
+/// How gtest prints a parameter in failure messages (otherwise as raw bytes).
+void PrintTo(param const &p, std::ostream *os) {
+  *os << magpie::stress::name_of(p.kind) << "_" << p.workers;
+}
+
 std::string name(::testing::TestParamInfo<param> const &info) {
   return std::string(magpie::stress::name_of(info.param.kind)) + "_" +
          std::to_string(info.param.workers);
