@@ -21,26 +21,12 @@ using magpie::task;
 
 class argument_lifetime : public scheduler_test {};
 
-/// Forks and joins a little work, so that a parent's continuation is likely stolen before the
-/// caller reads its reference parameters.
-task<long> small_fib(int n) {
-  if (n < 2) {
-    co_return n;
-  }
-  long a = 0;
-  long b = 0;
-  co_await fork(&a, small_fib, n - 1);
-  co_await call(&b, small_fib, n - 2);
-  co_await join();
-  co_return a + b;
-}
-
 // --- adapters: a plain function returning another coroutine's task ----------------------------
 
 /// Parameters that need destroying: the frame of `impl` must be destroyed, not just released.
 task<long> impl(int n, std::vector<int> v, tracked t) {
   long f = 0;
-  co_await call(&f, small_fib, 8); // 21
+  co_await call(&f, fib, 8); // 21
   co_return n + static_cast<long>(v.size()) + t.value() + f;
 }
 
@@ -88,7 +74,7 @@ TEST_P(argument_lifetime, parameters_behind_an_adapter_are_destroyed_exactly_onc
 /// Reads its reference parameter after forking and joining (the parent has likely moved on).
 task<long> read_after_join(int const &x, int work) {
   long f = 0;
-  co_await fork(&f, small_fib, work);
+  co_await fork(&f, fib, work);
   co_await join();
   co_return x + f;
 }
@@ -142,7 +128,7 @@ struct accumulator {
   long base;
   task<long> add(int k) const {
     long f = 0;
-    co_await fork(&f, small_fib, 5);
+    co_await fork(&f, fib, 5);
     co_await join();
     co_return base + k + f;
   }
@@ -152,7 +138,7 @@ task<long> closures_and_members(int n) {
   tracked const captured{100}; // captured by copy: the closure (a named local) owns it
   auto with_captures = [captured](int k) -> task<long> {
     long f = 0;
-    co_await fork(&f, small_fib, 5);
+    co_await fork(&f, fib, 5);
     co_await join();
     co_return captured.value() + k + f;
   };
