@@ -78,6 +78,16 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
+/// After a job or a stolen continuation returns, the worker's strand has ended: every frame left
+/// its stack and every continuation its deque (I1 in docs/protocols.md). Always on: once per
+/// strand, not per task.
+void check_strand_ended(core::context &ctx) noexcept {
+  MAGPIE_CHECK(ctx.stack().empty() && ctx.tasks().empty(),
+               "a worker's strand ended with frames or continuations left behind: an awaitable "
+               "suspended a task without handing its stack on (see the stack protocol in "
+               "docs/protocols.md), or a magpie bug: please report it");
+}
+
 constexpr unsigned spin_rounds = 64;   // failed rounds before yielding the core
 constexpr unsigned yield_rounds = 256; // failed rounds before a lazy worker tries to sleep
 } // namespace
@@ -245,10 +255,7 @@ void pool::run_batch(detail::worker &w, job *j) {
     job *next = j->m_next; // read first: running a job may end its storage's lifetime
     w.ctx.bump(core::counter::jobs);
     j->m_run(j, w.ctx);
-    MAGPIE_CHECK(w.ctx.stack().empty() && w.ctx.tasks().empty(), // always on: once per strand
-                 "a worker's strand ended with frames or continuations left behind: an awaitable "
-                 "suspended a task without handing its stack on (see the stack protocol in "
-                 "docs/protocols.md), or a magpie bug: please report it");
+    check_strand_ended(w.ctx);
     j = next;
   }
   become_thief();
@@ -302,10 +309,7 @@ bool pool::try_steal(detail::worker &w) {
   f->m_ctx = &w.ctx;
   w.ctx.bump(core::counter::steals);
   f->m_handle.resume();
-  MAGPIE_CHECK(w.ctx.stack().empty() && w.ctx.tasks().empty(), // always on: once per strand
-               "a worker's strand ended with frames or continuations left behind: an awaitable "
-               "suspended a task without handing its stack on (see the stack protocol in "
-               "docs/protocols.md), or a magpie bug: please report it");
+  check_strand_ended(w.ctx);
   become_thief();
   return true;
 }
