@@ -186,15 +186,20 @@ namespace detail {
 template <typename T>
 inline constexpr bool dependent_false_v = false;
 
-/// `fork(ret, fn, args...)` rather than `fork(fn, args...)`: the first argument is an object
-/// pointer and the rest is an async call.
+/// Whether the first argument of fork/call is meant as the return pointer: an object pointer
+/// followed by a callable (a function pointer is the callable itself).
+template <typename First, typename... Rest>
+consteval bool has_return_pointer() {
+  using P = std::remove_cvref_t<First>;
+  return sizeof...(Rest) != 0 && std::is_pointer_v<P> &&
+         !std::is_function_v<std::remove_pointer_t<P>>;
+}
+
+/// `fork(ret, fn, args...)` rather than `fork(fn, args...)`: a return pointer, then an async call.
 template <typename First, typename... Rest>
 consteval bool is_return_form() {
-  using P = std::remove_cvref_t<First>;
-  if constexpr (sizeof...(Rest) == 0 || !std::is_pointer_v<P>) {
+  if constexpr (!has_return_pointer<First, Rest...>()) {
     return false;
-  } else if constexpr (std::is_function_v<std::remove_pointer_t<P>>) {
-    return false; // a function pointer is the callable, not a return pointer
   } else {
     return []<typename Fn, typename... Args>(type_list<Fn, Args...>) {
       return async_function<Fn, Args...>;
@@ -283,9 +288,7 @@ auto make_request(First &&first, Rest &&...rest) {
     return spawn_request<Fork, std::conditional_t<std::is_void_v<slot>, char, slot>, First,
                          Rest...>{
         nullptr, std::forward<First>(first), {std::forward<Rest>(rest)...}};
-  } else if constexpr (std::is_pointer_v<std::remove_cvref_t<First>> &&
-                       !std::is_function_v<std::remove_pointer_t<std::remove_cvref_t<First>>> &&
-                       sizeof...(Rest) != 0) {
+  } else if constexpr (has_return_pointer<First, Rest...>()) {
     return diagnose_not_async<Rest...>(); // fork(&r, fn, args...) with a bad fn(args...)
   } else {
     return diagnose_not_async<First, Rest...>();

@@ -66,28 +66,26 @@ MAGPIE_DETAIL_MEMBER_SIGNATURE(const && noexcept)
 /// pointer applied to the first argument, or an object's call operator.
 enum class callable_form : unsigned char { function, member_pointer, call_operator, unknown };
 
-template <typename Fn, typename... Args>
-struct callable_traits {
+template <typename Fn>
+consteval callable_form form_of() {
   using F = std::remove_cvref_t<Fn>;
-  static constexpr callable_form form = [] {
-    if constexpr (std::is_function_v<F> ||
-                  (std::is_pointer_v<F> && std::is_function_v<std::remove_pointer_t<F>>)) {
-      return callable_form::function;
-    } else if constexpr (std::is_member_function_pointer_v<F>) {
-      return callable_form::member_pointer;
-    } else if constexpr (std::is_class_v<F>) {
-      return callable_form::call_operator;
-    } else {
-      return callable_form::unknown;
-    }
-  }();
-};
+  if constexpr (std::is_function_v<F> ||
+                (std::is_pointer_v<F> && std::is_function_v<std::remove_pointer_t<F>>)) {
+    return callable_form::function;
+  } else if constexpr (std::is_member_function_pointer_v<F>) {
+    return callable_form::member_pointer;
+  } else if constexpr (std::is_class_v<F>) {
+    return callable_form::call_operator;
+  } else {
+    return callable_form::unknown;
+  }
+}
 
 /// The signature that `fn(args...)` calls, or an unknown one.
 template <typename Fn, typename... Args>
 consteval auto call_signature() {
   using F = std::remove_cvref_t<Fn>;
-  constexpr callable_form form = callable_traits<Fn, Args...>::form;
+  constexpr callable_form form = form_of<Fn>();
   if constexpr (form == callable_form::function) {
     return signature_of<std::decay_t<F>>{};
   } else if constexpr (form == callable_form::member_pointer) {
@@ -177,7 +175,7 @@ consteval fork_args_verdict check_member_call() {
 template <typename Fn, typename... Args>
 consteval fork_args_verdict check_fork_args() {
   using F = std::remove_cvref_t<Fn>;
-  constexpr callable_form form = callable_traits<Fn, Args...>::form;
+  constexpr callable_form form = form_of<Fn>();
   using sig = decltype(call_signature<Fn, Args...>());
   if constexpr (form == callable_form::call_operator && !std::is_lvalue_reference_v<Fn> &&
                 !std::is_empty_v<F>) {
