@@ -71,11 +71,16 @@ public:
     }
   }
 
+  /// Owner only: the worker's segmented stack, where the frames of the tasks it runs live.
   core::stack &stack() noexcept { return m_stack; }
+  /// Owner only: the deque of this worker's stealable continuations.
   deque<frame_base *> &tasks() noexcept { return m_tasks; }
+  /// Any thread: the stealing view of tasks().
   deque<frame_base *>::thief thief() noexcept { return deque<frame_base *>::thief(m_tasks); }
 
+  /// The scheduler that created this context (as given to the constructor).
   void const *owner() const noexcept { return m_owner; }
+  /// This worker's index within its scheduler.
   std::size_t index() const noexcept { return m_index; }
   /// Owner only: counts one event. A relaxed load and store, not a read-modify-write: only the
   /// owner writes, and readers want a snapshot, not an edge.

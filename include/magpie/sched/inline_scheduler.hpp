@@ -14,6 +14,9 @@
 
 namespace magpie::sched {
 
+/// A scheduler that runs each root task on the calling thread in serial order (the serial
+/// projection of the program): for tests, debugging and single-threaded builds. sync_wait calls
+/// from several threads are serialised.
 class inline_scheduler {
 public:
   inline_scheduler() = default;
@@ -27,6 +30,7 @@ public:
     j->m_run(j, m_ctx);
     core::set_this_context(previous);
   }
+  /// Nothing to account for: submit_root returns only when the root has completed.
   void finish_root() noexcept {}
 
   /// True while a task of this scheduler runs on the calling thread.

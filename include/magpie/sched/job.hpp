@@ -10,7 +10,8 @@ namespace magpie::sched {
 /// An intrusive unit of submitted work. The submitter owns the storage (sync_wait's frame, or the
 /// awaitable inside a suspended task) and keeps it alive until `m_run` has been called.
 struct job {
-  job *m_next = nullptr;
+  job *m_next = nullptr; ///< the next job in a job_queue (owned by the queue while queued)
+  /// Runs the job on `worker`; called exactly once.
   void (*m_run)(job *self, core::context &worker) = nullptr;
 };
 
