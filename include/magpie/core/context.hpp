@@ -18,6 +18,46 @@ namespace magpie::core {
 struct frame_base;
 class context;
 
+/// An intrusive unit of work handed to a worker from outside its strand: a root task, a task
+/// moved with resume_on, a suspended task being resumed. The submitter owns the storage (a
+/// sync_wait frame, a future's state, an awaitable inside the suspended task) and keeps it alive
+/// until `m_run` has been called; `m_run` runs on the chosen worker's thread.
+struct job {
+  job *m_next = nullptr;                               ///< intrusive queue link
+  void (*m_run)(job *self, context &worker) = nullptr; ///< what the worker calls
+};
+
+/// The submission hook of the scheduler a worker belongs to, reachable from every worker's
+/// context (`context::home()`): how a suspended task finds its way back without knowing which
+/// scheduler runs it. Implemented by sched::pool and sched::inline_scheduler.
+class executor {
+public:
+  /// Any thread, before a task parks on this executor's worker: counts the parked task as in
+  /// flight, so that the scheduler outlives it (its destructor waits). Throws (sched::pool_closed)
+  /// if the scheduler is shutting down and has no work of its own left. Each successful call is
+  /// ended by exactly one `resubmit`.
+  virtual void hold() = 0;
+
+  /// Any thread: queues `j` on worker `worker` (or on one of the executor's choosing, preferring
+  /// an idle one, for ext::any_worker), wakes that worker (the notify), then ends one `hold`.
+  /// Never throws. From the push on, `j` may run: the caller must not touch `j` again, nor the
+  /// executor after this call returns.
+  virtual void resubmit(job *j, std::size_t worker) noexcept = 0;
+
+  /// Any thread: ends one `hold` without a resubmission (the task was resumed on the worker that
+  /// suspended it, without leaving it). Never throws.
+  virtual void unhold() noexcept = 0;
+
+  /// Number of workers.
+  virtual std::size_t workers() const noexcept = 0;
+
+protected:
+  executor() = default;
+  executor(executor const &) = delete;
+  executor &operator=(executor const &) = delete;
+  ~executor() = default;
+};
+
 namespace detail {
 inline thread_local context *tls_context = nullptr;
 } // namespace detail
@@ -58,9 +98,11 @@ enum class counter : std::uint8_t { steals, steal_fails, jobs, handoffs, sleeps,
 /// One worker's private state. Not thread-safe except for `thief()` and `stats()`.
 class context {
 public:
-  /// `owner` identifies the scheduler (used to detect sync_wait from inside its own worker).
-  explicit context(void const *owner = nullptr, std::size_t index = 0)
-      : m_owner(owner), m_index(index) {
+  /// `owner` identifies the scheduler (used to detect sync_wait from inside its own worker);
+  /// `home` is the executor through which tasks suspended on this worker are resumed (null for a
+  /// context that cannot suspend tasks).
+  explicit context(void const *owner = nullptr, std::size_t index = 0, executor *home = nullptr)
+      : m_owner(owner), m_home(home), m_index(index) {
     m_stack.ensure();
   }
   context(context const &) = delete;
@@ -76,6 +118,8 @@ public:
   deque<frame_base *>::thief thief() noexcept { return deque<frame_base *>::thief(m_tasks); }
 
   void const *owner() const noexcept { return m_owner; }
+  /// The executor that resumes tasks suspended on this worker (null if there is none).
+  executor *home() const noexcept { return m_home; }
   std::size_t index() const noexcept { return m_index; }
   /// Owner only: counts one event. A relaxed load and store, not a read-modify-write: only the
   /// owner writes, and readers want a snapshot, not an edge.
@@ -94,10 +138,13 @@ public:
   }
 
   /// Gives the current chain away (a suspended task lives on it) and continues on the spare one,
-  /// or on none: the next allocation then creates a fresh first stacklet.
-  stacklet *release_stack() noexcept {
+  /// or on none: the next allocation then creates a fresh first stacklet — a small one if
+  /// `parked` (the chain went to a task suspended on a waiting primitive: chains begun after that
+  /// tend to be parked too, and a small first segment keeps each one cheap), a full-sized one
+  /// otherwise (a join's hand-off in fork–join work, where depth matters more).
+  stacklet *release_stack(bool parked = false) noexcept {
     bump(counter::handoffs);
-    stacklet *top = m_stack.release();
+    stacklet *top = m_stack.release(parked);
     if (m_spare != nullptr) {
       m_stack.adopt(m_spare);
       m_spare = nullptr;
@@ -124,6 +171,7 @@ private:
   deque<frame_base *> m_tasks;
   stacklet *m_spare = nullptr;
   void const *m_owner;
+  executor *m_home;
   std::size_t m_index;
   std::atomic<std::uint64_t> m_counters[static_cast<std::size_t>(counter::count_)] = {};
 };
