@@ -95,7 +95,17 @@ constexpr unsigned spin_rounds = 64;   // failed rounds before yielding the core
 constexpr unsigned yield_rounds = 256; // failed rounds before a lazy worker tries to sleep
 } // namespace
 
-pool::pool(std::size_t workers, idle_policy policy) : m_policy(policy) {
+core::executor::operations const pool::executor_operations = {
+    [](core::executor &self) { static_cast<pool &>(self).hold(); },
+    [](core::executor &self, job *j, std::size_t worker) noexcept {
+      static_cast<pool &>(self).resubmit(j, worker);
+    },
+    [](core::executor &self) noexcept { static_cast<pool &>(self).unhold(); },
+    [](core::executor const &self) noexcept { return static_cast<pool const &>(self).size(); },
+};
+
+pool::pool(std::size_t workers, idle_policy policy)
+    : core::executor(executor_operations), m_policy(policy) {
   workers = resolve(workers);
   // Allocation can fail for any worker: until a thread starts, the members free themselves.
   m_workers.reserve(workers);

@@ -30,32 +30,48 @@ struct job {
 /// The submission hook of the scheduler a worker belongs to, reachable from every worker's
 /// context (`context::home()`): how a suspended task finds its way back without knowing which
 /// scheduler runs it. Implemented by sched::pool and sched::inline_scheduler.
+///
+/// Dispatch goes through a table of functions fixed at construction, not virtual functions: a
+/// scheduler's destructor waits for parked tasks while other threads resubmit them, and a vtable
+/// pointer would be rewritten under those calls as the destructor runs.
 class executor {
 public:
+  /// The scheduler's implementation of the calls below.
+  struct operations {
+    void (*hold)(executor &self);
+    void (*resubmit)(executor &self, job *j, std::size_t worker) noexcept;
+    void (*unhold)(executor &self) noexcept;
+    std::size_t (*workers)(executor const &self) noexcept;
+  };
+
+  executor(executor const &) = delete;
+  executor &operator=(executor const &) = delete;
+
   /// Any thread, before a task parks on this executor's worker: counts the parked task as in
   /// flight, so that the scheduler outlives it (its destructor waits). Throws (sched::pool_closed)
   /// if the scheduler is shutting down and has no work of its own left. Each successful call is
-  /// ended by exactly one `resubmit`.
-  virtual void hold() = 0;
+  /// ended by exactly one `resubmit` or `unhold`.
+  void hold() { m_ops->hold(*this); }
 
   /// Any thread: queues `j` on worker `worker` (or on one of the executor's choosing, preferring
   /// an idle one, for ext::any_worker), wakes that worker (the notify), then ends one `hold`.
   /// Never throws. From the push on, `j` may run: the caller must not touch `j` again, nor the
   /// executor after this call returns.
-  virtual void resubmit(job *j, std::size_t worker) noexcept = 0;
+  void resubmit(job *j, std::size_t worker) noexcept { m_ops->resubmit(*this, j, worker); }
 
   /// Any thread: ends one `hold` without a resubmission (the task was resumed on the worker that
   /// suspended it, without leaving it). Never throws.
-  virtual void unhold() noexcept = 0;
+  void unhold() noexcept { m_ops->unhold(*this); }
 
   /// Number of workers.
-  virtual std::size_t workers() const noexcept = 0;
+  std::size_t workers() const noexcept { return m_ops->workers(*this); }
 
 protected:
-  executor() = default;
-  executor(executor const &) = delete;
-  executor &operator=(executor const &) = delete;
+  explicit executor(operations const &ops) noexcept : m_ops(&ops) {}
   ~executor() = default;
+
+private:
+  operations const *m_ops;
 };
 
 namespace detail {

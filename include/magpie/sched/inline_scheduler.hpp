@@ -21,9 +21,9 @@
 namespace magpie::sched {
 
 /// A scheduler of one worker: the thread that calls sync_wait.
-class inline_scheduler final : public core::executor {
+class inline_scheduler : public core::executor {
 public:
-  inline_scheduler() = default;
+  inline_scheduler() noexcept : core::executor(operations_table) {}
   inline_scheduler(inline_scheduler const &) = delete;
   inline_scheduler &operator=(inline_scheduler const &) = delete;
   ~inline_scheduler() = default;
@@ -53,13 +53,13 @@ public:
   void finish_root() noexcept {}
 
   /// executor: counts a task suspending on this scheduler. Never throws.
-  void hold() override {
+  void hold() {
     std::lock_guard lock(m_queue_mutex);
     ++m_held;
   }
   /// executor: queues the resumed task for the sync_wait thread and wakes it; any worker index
   /// means the one worker.
-  void resubmit(job *j, std::size_t) noexcept override {
+  void resubmit(job *j, std::size_t) noexcept {
     std::lock_guard lock(m_queue_mutex);
     j->m_next = nullptr;
     job **tail = &m_queue;
@@ -71,13 +71,13 @@ public:
     m_queue_cv.notify_one(); // under the lock: the waiter cannot miss it
   }
   /// executor: ends one `hold` without a resubmission.
-  void unhold() noexcept override {
+  void unhold() noexcept {
     std::lock_guard lock(m_queue_mutex);
     --m_held;
     m_queue_cv.notify_one(); // under the lock: the waiter cannot miss it
   }
   /// executor: one worker.
-  std::size_t workers() const noexcept override { return 1; }
+  std::size_t workers() const noexcept { return 1; }
 
   /// True while a task of this scheduler runs on the calling thread.
   bool is_worker_thread() const noexcept { return core::this_context() == &m_ctx; }
@@ -86,6 +86,15 @@ public:
   core::worker_stats stats() const noexcept { return m_ctx.stats(); }
 
 private:
+  static constexpr core::executor::operations operations_table = {
+      [](core::executor &self) { static_cast<inline_scheduler &>(self).hold(); },
+      [](core::executor &self, job *j, std::size_t worker) noexcept {
+        static_cast<inline_scheduler &>(self).resubmit(j, worker);
+      },
+      [](core::executor &self) noexcept { static_cast<inline_scheduler &>(self).unhold(); },
+      [](core::executor const &) noexcept { return std::size_t{1}; },
+  };
+
   std::mutex m_mutex;
   std::mutex m_queue_mutex;
   std::condition_variable m_queue_cv;

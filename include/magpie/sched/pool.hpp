@@ -53,6 +53,7 @@ public:
   pool(std::size_t workers, idle_policy policy);
   pool(pool const &) = delete;
   pool &operator=(pool const &) = delete;
+  /// Waits for every root, spawned or parked task in flight, then joins the workers (see top).
   ~pool();
 
   /// Number of worker threads.
@@ -83,15 +84,15 @@ public:
   /// (the destructor waits for it). Throws pool_closed once the destructor has begun and the pool
   /// has no work left in flight (a task of the pool's own roots may still suspend while the pool
   /// drains). Ended by `resubmit`.
-  void hold() override;
+  void hold();
   /// executor: queues a resumed task's job on `worker` (only that worker runs it) or, for
   /// core::ext::any_worker, on an idle-looking worker (where idle thieves may take it too), wakes
   /// the worker, then ends one `hold`. Resumed tasks run before new roots. Never throws.
-  void resubmit(job *j, std::size_t worker) noexcept override;
+  void resubmit(job *j, std::size_t worker) noexcept;
   /// executor: ends one `hold` without a resubmission.
-  void unhold() noexcept override;
+  void unhold() noexcept;
   /// executor: the number of workers.
-  std::size_t workers() const noexcept override { return size(); }
+  std::size_t workers() const noexcept { return size(); }
 
   /// True until the destructor has begun.
   bool accepting() const noexcept { return !m_closing.load(std::memory_order_acquire); }
@@ -107,6 +108,7 @@ public:
 
 private:
   friend struct detail::worker;
+  static core::executor::operations const executor_operations;
 
   void run(detail::worker &w);
   bool try_steal(detail::worker &w);
