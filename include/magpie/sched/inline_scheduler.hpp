@@ -86,14 +86,7 @@ public:
   core::worker_stats stats() const noexcept { return m_ctx.stats(); }
 
 private:
-  static constexpr core::executor::operations operations_table = {
-      [](core::executor &self) { static_cast<inline_scheduler &>(self).hold(); },
-      [](core::executor &self, job *j, std::size_t worker) noexcept {
-        static_cast<inline_scheduler &>(self).resubmit(j, worker);
-      },
-      [](core::executor &self) noexcept { static_cast<inline_scheduler &>(self).unhold(); },
-      [](core::executor const &) noexcept { return std::size_t{1}; },
-  };
+  static core::executor::operations const operations_table;
 
   std::mutex m_mutex;
   std::mutex m_queue_mutex;
@@ -101,6 +94,15 @@ private:
   job *m_queue = nullptr; // resumed tasks, oldest first (guarded by m_queue_mutex)
   std::size_t m_held = 0; // suspended tasks not yet resubmitted (guarded by m_queue_mutex)
   core::context m_ctx{this, 0, this};
+};
+
+inline core::executor::operations const inline_scheduler::operations_table = {
+    [](core::executor &self) { static_cast<inline_scheduler &>(self).hold(); },
+    [](core::executor &self, job *j, std::size_t worker) noexcept {
+      static_cast<inline_scheduler &>(self).resubmit(j, worker);
+    },
+    [](core::executor &self) noexcept { static_cast<inline_scheduler &>(self).unhold(); },
+    [](core::executor const &) noexcept { return std::size_t{1}; },
 };
 
 } // namespace magpie::sched
