@@ -6,11 +6,13 @@
 #include "magpie/sched/pool.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <thread>
 
 #include "magpie/core/config.hpp"
-#include "magpie/core/frame.hpp"
+#include "magpie/core/ext.hpp"
 
 namespace magpie::sched {
 
@@ -46,10 +48,11 @@ private:
 };
 
 struct worker {
-  worker(pool const *owner, std::size_t index) : ctx(owner, index), random(index + 1) {}
+  worker(pool *owner, std::size_t index) : ctx(owner, index, owner), random(index + 1) {}
 
   core::context ctx;
-  job_queue pinned; // jobs for this worker only (resume_on)
+  job_queue pinned; // jobs for this worker only (resume_on, resumes aimed at this worker)
+  job_queue ready;  // resumed tasks: run before roots; idle thieves may take them too
   job_queue roots;  // roots: this worker takes them first, idle thieves may take them too
   std::atomic<bool> idle{false}; // a hint for choosing where to submit roots
   std::condition_variable cv;    // with pool::m_sleep_mutex
@@ -92,7 +95,17 @@ constexpr unsigned spin_rounds = 64;   // failed rounds before yielding the core
 constexpr unsigned yield_rounds = 256; // failed rounds before a lazy worker tries to sleep
 } // namespace
 
-pool::pool(std::size_t workers, idle_policy policy) : m_policy(policy) {
+core::executor::operations const pool::executor_operations = {
+    [](core::executor &self) { static_cast<pool &>(self).hold(); },
+    [](core::executor &self, job *j, std::size_t worker) noexcept {
+      static_cast<pool &>(self).resubmit(j, worker);
+    },
+    [](core::executor &self) noexcept { static_cast<pool &>(self).unhold(); },
+    [](core::executor const &self) noexcept { return static_cast<pool const &>(self).size(); },
+};
+
+pool::pool(std::size_t workers, idle_policy policy)
+    : core::executor(executor_operations), m_policy(policy) {
   workers = resolve(workers);
   // Allocation can fail for any worker: until a thread starts, the members free themselves.
   m_workers.reserve(workers);
@@ -118,9 +131,19 @@ pool::~pool() {
   {
     std::unique_lock lock(m_inflight_mutex);
     m_closing.store(true, std::memory_order_release); // new submissions now throw pool_closed
-    // Roots and submissions from tasks (resume_on) alike: after this wait no submitter touches
-    // the pool again, and every job pushed to a pinned queue was pushed before m_stop (§5.1).
-    m_inflight_cv.wait(lock, [&] { return m_inflight == 0; });
+    // Roots, submissions from tasks (resume_on) and parked tasks alike: after this wait no
+    // submitter touches the pool again, and every job pushed to a queue was pushed before m_stop
+    // (§5.1). Tasks parked on a primitive that never releases them keep us waiting: say so once.
+    if (!m_inflight_cv.wait_for(lock, std::chrono::seconds(1), [&] { return m_inflight == 0; })) {
+      if (m_parked != 0) {
+        std::fprintf(stderr,
+                     "magpie: a pool's destructor is waiting for %zu suspended task(s): they wait "
+                     "on something (an event, a mutex, a future ...) that has not released them; "
+                     "destroying that primitive resumes them with magpie::abandoned_wait\n",
+                     m_parked);
+      }
+      m_inflight_cv.wait(lock, [&] { return m_inflight == 0; });
+    }
   }
   stop_workers();
 }
@@ -176,6 +199,41 @@ void pool::open_submission() {
 
 void pool::close_submission() noexcept {
   std::lock_guard lock(m_inflight_mutex);
+  if (--m_inflight == 0) {
+    m_inflight_cv.notify_all(); // under the lock: the destructor cannot free the cv before this
+  }
+}
+
+void pool::hold() {
+  std::lock_guard lock(m_inflight_mutex);
+  // While anything is in flight the destructor is still waiting (it reads the count under this
+  // mutex), so one more is safe; once it saw zero it may be past its wait.
+  if (m_closing.load(std::memory_order_relaxed) && m_inflight == 0) { // written under this mutex
+    throw pool_closed();
+  }
+  ++m_inflight;
+  ++m_parked;
+}
+
+void pool::resubmit(job *j, std::size_t worker) noexcept {
+  std::size_t const n = m_workers.size();
+  MAGPIE_CHECK(worker == core::ext::any_worker || worker < n,
+               "a suspended task was resumed on a worker index its pool does not have");
+  if (worker == core::ext::any_worker) {
+    worker = choose_worker();
+    m_workers[worker]->ready.push(j); // seq_cst: before the sleepers check in wake()
+  } else {
+    m_workers[worker]->pinned.push(j); // seq_cst: as above
+  }
+  // From here on `j` may be running and its task gone: touch only the pool, which our hold keeps
+  // alive (as in submit_to).
+  wake(worker);
+  unhold(); // point of no return: the destructor may free the pool after this
+}
+
+void pool::unhold() noexcept {
+  std::lock_guard lock(m_inflight_mutex);
+  --m_parked;
   if (--m_inflight == 0) {
     m_inflight_cv.notify_all(); // under the lock: the destructor cannot free the cv before this
   }
@@ -266,19 +324,19 @@ bool pool::run_jobs(detail::worker &w) {
     run_batch(w, pinned);
     return true;
   }
-  return run_one_root(w, w.roots);
+  return run_one(w, w.ready, w.ready) || run_one(w, w.roots, w.roots);
 }
 
-bool pool::run_one_root(detail::worker &w, job_queue &from) {
+bool pool::run_one(detail::worker &w, job_queue &from, job_queue &rest_to) {
   job *j = from.take_all();
   if (j == nullptr) {
     return false;
   }
   // Run the oldest; give the rest back to our own queue, where idle thieves can still take them
-  // while this one runs (a long root must not hold short ones hostage).
+  // while this one runs (a long job must not hold short ones hostage).
   for (job *rest = j->m_next; rest != nullptr;) {
     job *next = rest->m_next;
-    w.roots.push(rest);
+    rest_to.push(rest);
     rest = next;
   }
   j->m_next = nullptr;
@@ -293,22 +351,21 @@ bool pool::try_steal(detail::worker &w) {
   }
   std::size_t victim = w.random() % (n - 1); // uniform over the other workers
   victim += victim >= w.ctx.index() ? 1 : 0;
-  auto stolen = m_workers[victim]->ctx.thief().steal();
+  detail::worker &v = *m_workers[victim];
+  auto stolen = v.ctx.thief().steal();
   if (!stolen) {
-    if (stolen.status == core::steal_status::empty && run_one_root(w, m_workers[victim]->roots)) {
-      return true; // the victim is busy with something else: we start its queued root
+    if (stolen.status == core::steal_status::empty &&
+        (run_one(w, v.ready, w.ready) || run_one(w, v.roots, w.roots))) {
+      return true; // the victim is busy with something else: we run its queued work
     }
     w.ctx.bump(core::counter::steal_fails);
     return false;
   }
   w.idle.store(false, std::memory_order_relaxed); // a hint for choose_worker(): no edge
   become_active();
-  core::frame_base *f = stolen.value;
-  // The steal's acquire made the frame's state ours; we are now its only runner.
-  ++f->m_steals;
-  f->m_ctx = &w.ctx;
   w.ctx.bump(core::counter::steals);
-  f->m_handle.resume();
+  // The steal's acquire made the frame's state ours; we are now its only runner.
+  core::ext::resume_stolen(stolen.value, w.ctx);
   check_strand_ended(w.ctx);
   become_thief();
   return true;
@@ -320,7 +377,7 @@ bool pool::work_visible(detail::worker const &w) const noexcept {
   }
   for (auto const &other : m_workers) {
     // seq_cst loads: hints, but fresh ones (see protocols §6)
-    if (!other->ctx.tasks().empty() || !other->roots.empty()) {
+    if (!other->ctx.tasks().empty() || !other->ready.empty() || !other->roots.empty()) {
       return true;
     }
   }

@@ -8,6 +8,7 @@
 #include "magpie/core/config.hpp"
 #include "magpie/core/context.hpp"
 #include "magpie/core/deque.hpp"
+#include "magpie/core/ext.hpp"
 #include "magpie/core/fork.hpp"
 #include "magpie/core/frame.hpp"
 #include "magpie/core/stack.hpp"

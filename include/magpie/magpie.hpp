@@ -6,6 +6,7 @@
 
 #include "magpie/core.hpp"
 #include "magpie/sched.hpp"
+#include "magpie/sync.hpp"
 
 namespace magpie {
 
@@ -27,5 +28,9 @@ using sched::pool_closed;
 using sched::resume_on;
 using sched::sync_wait;
 using sched::this_worker_index;
+
+using sync::abandoned_wait;
+using sync::resume_handle;
+using sync::suspend;
 
 } // namespace magpie

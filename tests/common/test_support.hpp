@@ -324,4 +324,18 @@ long damaged(Array const &a, int tag) {
   return true;
 }
 
+/// Waits (yielding) until `pred()` holds, for at most `limit`; returns false on timeout.
+template <typename Pred>
+[[gnu::noinline]] bool wait_until(Pred pred,
+                                  std::chrono::seconds limit = std::chrono::seconds(10)) {
+  auto const deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::yield();
+  }
+  return true;
+}
+
 } // namespace magpie::test

@@ -236,6 +236,28 @@ TEST_P(task_test, by_value_arguments_are_destroyed_exactly_once) {
       << "a destroyed object was used or destroyed again";
 }
 
+std::atomic<int> g_no_parameter_calls{0};
+task<void> no_parameters() {
+  g_no_parameter_calls.fetch_add(1);
+  co_return;
+}
+task<int> one_value() { co_return 5; }
+
+task<int> fork_functions_without_parameters() {
+  int v = 0;
+  co_await fork(no_parameters); // once rejected by Clang while checking argument lifetimes
+  co_await fork(&v, one_value);
+  co_await call(no_parameters);
+  co_await join();
+  co_return v;
+}
+
+TEST_P(task_test, fork_and_call_functions_without_parameters) {
+  g_no_parameter_calls = 0;
+  EXPECT_EQ(m_sched.run(fork_functions_without_parameters), 5);
+  EXPECT_EQ(g_no_parameter_calls.load(), 2);
+}
+
 INSTANTIATE_TEST_SUITE_P(all, task_test, ::testing::ValuesIn(all_schedulers()), sched_name{});
 
 } // namespace

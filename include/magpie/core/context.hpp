@@ -18,6 +18,62 @@ namespace magpie::core {
 struct frame_base;
 class context;
 
+/// An intrusive unit of work handed to a worker from outside its strand: a root task, a task
+/// moved with resume_on, a suspended task being resumed. The submitter owns the storage (a
+/// sync_wait frame, a future's state, an awaitable inside the suspended task) and keeps it alive
+/// until `m_run` has been called; `m_run` runs on the chosen worker's thread.
+struct job {
+  job *m_next = nullptr;                               ///< intrusive queue link
+  void (*m_run)(job *self, context &worker) = nullptr; ///< what the worker calls
+};
+
+/// The submission hook of the scheduler a worker belongs to, reachable from every worker's
+/// context (`context::home()`): how a suspended task finds its way back without knowing which
+/// scheduler runs it. Implemented by sched::pool and sched::inline_scheduler.
+///
+/// Dispatch goes through a table of functions fixed at construction, not virtual functions: a
+/// scheduler's destructor waits for parked tasks while other threads resubmit them, and a vtable
+/// pointer would be rewritten under those calls as the destructor runs.
+class executor {
+public:
+  /// The scheduler's implementation of the calls below.
+  struct operations {
+    void (*hold)(executor &self);
+    void (*resubmit)(executor &self, job *j, std::size_t worker) noexcept;
+    void (*unhold)(executor &self) noexcept;
+    std::size_t (*workers)(executor const &self) noexcept;
+  };
+
+  executor(executor const &) = delete;
+  executor &operator=(executor const &) = delete;
+
+  /// Any thread, before a task parks on this executor's worker: counts the parked task as in
+  /// flight, so that the scheduler outlives it (its destructor waits). Throws (sched::pool_closed)
+  /// if the scheduler is shutting down and has no work of its own left. Each successful call is
+  /// ended by exactly one `resubmit` or `unhold`.
+  void hold() { m_ops->hold(*this); }
+
+  /// Any thread: queues `j` on worker `worker` (or on one of the executor's choosing, preferring
+  /// an idle one, for ext::any_worker), wakes that worker (the notify), then ends one `hold`.
+  /// Never throws. From the push on, `j` may run: the caller must not touch `j` again, nor the
+  /// executor after this call returns.
+  void resubmit(job *j, std::size_t worker) noexcept { m_ops->resubmit(*this, j, worker); }
+
+  /// Any thread: ends one `hold` without a resubmission (the task was resumed on the worker that
+  /// suspended it, without leaving it). Never throws.
+  void unhold() noexcept { m_ops->unhold(*this); }
+
+  /// Number of workers.
+  std::size_t workers() const noexcept { return m_ops->workers(*this); }
+
+protected:
+  explicit executor(operations const &ops) noexcept : m_ops(&ops) {}
+  ~executor() = default;
+
+private:
+  operations const *m_ops;
+};
+
 namespace detail {
 inline thread_local context *tls_context = nullptr;
 } // namespace detail
@@ -58,9 +114,11 @@ enum class counter : std::uint8_t { steals, steal_fails, jobs, handoffs, sleeps,
 /// One worker's private state. Not thread-safe except for `thief()` and `stats()`.
 class context {
 public:
-  /// `owner` identifies the scheduler (used to detect sync_wait from inside its own worker).
-  explicit context(void const *owner = nullptr, std::size_t index = 0)
-      : m_owner(owner), m_index(index) {
+  /// `owner` identifies the scheduler (used to detect sync_wait from inside its own worker);
+  /// `home` is the executor through which tasks suspended on this worker are resumed (null for a
+  /// context that cannot suspend tasks).
+  explicit context(void const *owner = nullptr, std::size_t index = 0, executor *home = nullptr)
+      : m_owner(owner), m_home(home), m_index(index) {
     m_stack.ensure();
   }
   context(context const &) = delete;
@@ -71,16 +129,13 @@ public:
     }
   }
 
-  /// Owner only: the worker's segmented stack, where the frames of the tasks it runs live.
   core::stack &stack() noexcept { return m_stack; }
-  /// Owner only: the deque of this worker's stealable continuations.
   deque<frame_base *> &tasks() noexcept { return m_tasks; }
-  /// Any thread: the stealing view of tasks().
   deque<frame_base *>::thief thief() noexcept { return deque<frame_base *>::thief(m_tasks); }
 
-  /// The scheduler that created this context (as given to the constructor).
   void const *owner() const noexcept { return m_owner; }
-  /// This worker's index within its scheduler.
+  /// The executor that resumes tasks suspended on this worker (null if there is none).
+  executor *home() const noexcept { return m_home; }
   std::size_t index() const noexcept { return m_index; }
   /// Owner only: counts one event. A relaxed load and store, not a read-modify-write: only the
   /// owner writes, and readers want a snapshot, not an edge.
@@ -99,10 +154,13 @@ public:
   }
 
   /// Gives the current chain away (a suspended task lives on it) and continues on the spare one,
-  /// or on none: the next allocation then creates a fresh first stacklet.
-  stacklet *release_stack() noexcept {
+  /// or on none: the next allocation then creates a fresh first stacklet — a small one if
+  /// `parked` (the chain went to a task suspended on a waiting primitive: chains begun after that
+  /// tend to be parked too, and a small first segment keeps each one cheap), a full-sized one
+  /// otherwise (a join's hand-off in fork–join work, where depth matters more).
+  stacklet *release_stack(bool parked = false) noexcept {
     bump(counter::handoffs);
-    stacklet *top = m_stack.release();
+    stacklet *top = m_stack.release(parked);
     if (m_spare != nullptr) {
       m_stack.adopt(m_spare);
       m_spare = nullptr;
@@ -129,6 +187,7 @@ private:
   deque<frame_base *> m_tasks;
   stacklet *m_spare = nullptr;
   void const *m_owner;
+  executor *m_home;
   std::size_t m_index;
   std::atomic<std::uint64_t> m_counters[static_cast<std::size_t>(counter::count_)] = {};
 };

@@ -158,6 +158,11 @@ public:
   /// Usable bytes of a chain's first stacklet (four pages with the header): deep enough that
   /// recursions of typical depth never cross a stacklet boundary.
   static constexpr std::size_t initial_capacity = 16384 - sizeof(stacklet);
+  /// Usable bytes of the first stacklet of a chain begun after the worker handed its chain to a
+  /// task parked on a waiting primitive (one kibibyte with the header): see release(). Such
+  /// chains often end up parked themselves (spawned tasks that wait): a small first segment keeps
+  /// each parked task cheap, and a chain that turns out deep grows geometrically as any other.
+  static constexpr std::size_t handoff_capacity = 1024 - sizeof(stacklet);
 
   stack() = default;
   stack(stack const &) = delete;
@@ -207,7 +212,9 @@ public:
   }
 
   /// Detaches the whole chain (to hand it to a suspended task) and leaves this stack without one.
-  stacklet *release() noexcept {
+  /// The next chain starts with `handoff_capacity` bytes if `small_next`, else `initial_capacity`.
+  stacklet *release(bool small_next = false) noexcept {
+    m_small_next = small_next;
     sync();
     stacklet *top = m_top;
     m_top = nullptr;
@@ -237,7 +244,7 @@ private:
 
   MAGPIE_NOINLINE void *allocate_slow(std::size_t bytes) {
     if (m_top == nullptr) { // the chain was handed away and there was no spare
-      std::size_t capacity = initial_capacity;
+      std::size_t capacity = m_small_next ? handoff_capacity : initial_capacity;
       while (capacity < bytes) {
         capacity = 2 * capacity + sizeof(stacklet);
       }
@@ -279,6 +286,7 @@ private:
   std::byte *m_sp = nullptr;
   std::byte *m_end = nullptr;
   stacklet *m_top = nullptr;
+  bool m_small_next = false; // the chain was released to a parked task: start the next one small
 };
 
 } // namespace magpie::core

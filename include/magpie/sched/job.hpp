@@ -7,13 +7,8 @@
 
 namespace magpie::sched {
 
-/// An intrusive unit of submitted work. The submitter owns the storage (sync_wait's frame, or the
-/// awaitable inside a suspended task) and keeps it alive until `m_run` has been called.
-struct job {
-  job *m_next = nullptr; ///< the next job in a job_queue (owned by the queue while queued)
-  /// Runs the job on `worker`; called exactly once.
-  void (*m_run)(job *self, core::context &worker) = nullptr;
-};
+/// An intrusive unit of submitted work (core/context.hpp).
+using job = core::job;
 
 /// A multi-producer queue of jobs whose consumers take everything at once (so there is no ABA
 /// problem: no node is ever popped alone by racing consumers). Jobs come out in FIFO order.

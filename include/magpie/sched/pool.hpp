@@ -46,8 +46,9 @@ namespace detail {
 struct worker;
 }
 
-/// The common machinery of busy_pool and lazy_pool. Thread-safe: any thread may submit.
-class pool {
+/// The common machinery of busy_pool and lazy_pool. Thread-safe: any thread may submit. It is
+/// the executor (core/context.hpp) of its workers: tasks suspended on them come back through it.
+class pool : public core::executor {
 public:
   /// Starts `workers` threads (0 means std::thread::hardware_concurrency()) with the given idle
   /// policy. If a thread or an allocation fails, stops and joins those already started, then
@@ -55,6 +56,7 @@ public:
   pool(std::size_t workers, idle_policy policy);
   pool(pool const &) = delete;
   pool &operator=(pool const &) = delete;
+  /// Waits for every root, spawned or parked task in flight, then joins the workers (see top).
   ~pool();
 
   /// Number of worker threads.
@@ -82,6 +84,20 @@ public:
   /// A worker to send work to: an idle one if any looks idle, else the next in turn.
   std::size_t choose_worker() noexcept;
 
+  /// executor: counts a task about to be suspended on one of this pool's workers as in flight
+  /// (the destructor waits for it). Throws pool_closed once the destructor has begun and the pool
+  /// has no work left in flight (a task of the pool's own roots may still suspend while the pool
+  /// drains). Ended by `resubmit`.
+  void hold();
+  /// executor: queues a resumed task's job on `worker` (only that worker runs it) or, for
+  /// core::ext::any_worker, on an idle-looking worker (where idle thieves may take it too), wakes
+  /// the worker, then ends one `hold`. Resumed tasks run before new roots. Never throws.
+  void resubmit(job *j, std::size_t worker) noexcept;
+  /// executor: ends one `hold` without a resubmission.
+  void unhold() noexcept;
+  /// executor: the number of workers.
+  std::size_t workers() const noexcept { return size(); }
+
   /// True until the destructor has begun.
   bool accepting() const noexcept { return !m_closing.load(std::memory_order_acquire); }
 
@@ -96,11 +112,12 @@ public:
 
 private:
   friend struct detail::worker;
+  static core::executor::operations const executor_operations;
 
   void run(detail::worker &w);
   bool try_steal(detail::worker &w);
   bool run_jobs(detail::worker &w);
-  bool run_one_root(detail::worker &w, job_queue &from);
+  bool run_one(detail::worker &w, job_queue &from, job_queue &rest_to);
   void run_batch(detail::worker &w, job *j);
   void idle(detail::worker &w);
   bool work_visible(detail::worker const &w) const noexcept;
@@ -125,7 +142,8 @@ private:
 
   std::mutex m_inflight_mutex;
   std::condition_variable m_inflight_cv;
-  std::size_t m_inflight = 0;
+  std::size_t m_inflight = 0; // roots, submissions from tasks, and parked tasks (holds)
+  std::size_t m_parked = 0;   // of which parked tasks (for the destructor's diagnostic)
 };
 
 /// A pool whose idle workers keep looking for work.

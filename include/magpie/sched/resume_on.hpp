@@ -20,7 +20,7 @@
 
 #include "magpie/core/config.hpp"
 #include "magpie/core/context.hpp"
-#include "magpie/core/detail/transfer.hpp"
+#include "magpie/core/ext.hpp"
 #include "magpie/core/frame.hpp"
 #include "magpie/sched/job.hpp"
 #include "magpie/sched/pool.hpp"
@@ -34,31 +34,28 @@ struct resume_on_awaitable : job {
   pool *m_pool;
   std::size_t m_index;
   core::frame_base *m_frame;
+  core::ext::task_handle m_task;
 
   bool await_ready() const noexcept { return false; }
 
   MAGPIE_CORO_SUSPEND_NOINLINE std::coroutine_handle<>
   await_suspend(std::coroutine_handle<>) noexcept {
-    core::context *ctx = m_frame->m_ctx;
+    core::context &ctx = core::ext::worker_of(*m_frame);
     pool *target = m_pool; // read now: `this` lives in the frame that the push gives away
-    // Our frame (and any stack_array) is on the current chain: it goes with us.
-    m_frame->m_stack = ctx->release_stack();
+    std::size_t const index = m_index;
+    m_task = core::ext::park(*m_frame); // our frame (and any stack_array) goes with the task
     m_run = &run;
     // Point of no return: from the push inside submit_to, the target may be running the task
     // (and this awaitable) or may have finished it; touch neither. submit_to also ends the
     // submission that magpie_bind opened, after which the target pool may be destroyed.
-    target->submit_to(m_index, this);
-    return core::detail::continue_after_handoff(ctx);
+    target->submit_to(index, this);
+    return core::ext::continue_after(ctx);
   }
 
   void await_resume() const noexcept {}
 
   static void run(job *j, core::context &ctx) {
-    core::frame_base *f = static_cast<resume_on_awaitable *>(j)->m_frame;
-    ctx.adopt_stack(f->m_stack);
-    f->m_stack = nullptr;
-    f->m_ctx = &ctx;
-    f->m_handle.resume();
+    core::ext::resume(static_cast<resume_on_awaitable *>(j)->m_task, ctx);
   }
 };
 
@@ -69,7 +66,8 @@ struct [[nodiscard("co_await it")]] resume_on_request {
   bool m_any;
 
   resume_on_awaitable magpie_bind(core::frame_base &self) const {
-    MAGPIE_CHECK(!self.m_unjoined, "magpie::resume_on inside a fork-join scope: join first");
+    MAGPIE_CHECK(!core::ext::in_fork_join_scope(self),
+                 "magpie::resume_on inside a fork-join scope: join first");
     if (!m_any && m_index >= m_pool->size()) {
       throw std::out_of_range("magpie::resume_on: no such worker in the pool");
     }

@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "magpie/core/ext.hpp"
 #include "magpie/core/fork.hpp"
 #include "magpie/core/frame.hpp"
 #include "magpie/core/task.hpp"
@@ -66,13 +67,11 @@ struct root_job final : job, core::root_block {
       complete(self);
       return;
     }
-    child->m_parent = self;
-    child->m_ctx = &ctx;
-    child->m_kind = core::frame_kind::root;
-    if constexpr (!std::is_void_v<value_type>) {
-      child->m_return = self->m_value.target();
+    if constexpr (std::is_void_v<value_type>) {
+      core::ext::start_root(child, self, ctx, static_cast<void *>(nullptr));
+    } else {
+      core::ext::start_root(child, self, ctx, self->m_value.target());
     }
-    child->m_handle.resume();
   }
 
   static void complete(core::root_block *b) noexcept {

@@ -140,6 +140,8 @@ consteval fork_args_verdict check_parameters(type_list<P...>, type_list<A...>) {
   constexpr std::size_t na = sizeof...(A);
   if constexpr (np < na) {
     return fork_args_verdict::safe; // cannot be called so; the call's own check reports it
+  } else if constexpr (np == 0) {
+    return fork_args_verdict::safe; // nothing to bind (and Clang rejects nth_type<I> with no P)
   } else {
     constexpr bool is_ref[] = {std::is_reference_v<P>..., false};
     for (std::size_t i = na; i < np; ++i) {

@@ -1,0 +1,184 @@
+#pragma once
+// magpie/sync/detail/waiter.hpp — the building block of magpie's waiting primitives.
+//
+// A primitive (mutex, event, channel …) keeps a FIFO of `waiter`s under its own lock. A task that
+// must wait co_awaits an awaitable derived from `wait_awaitable<Derived>`:
+//
+//   struct lock_awaitable : detail::wait_awaitable<lock_awaitable> {
+//     mutex *m;
+//     bool try_now() noexcept;                 // fast path, no suspension (any thread may race)
+//     bool try_or_enqueue(detail::waiter &w);  // under m's lock: take it now (true), or queue
+//                                              // `w` to be woken later (false)
+//     void resume_value();                     // what await_resume returns (optional)
+//   };
+//
+// and a releaser pops a waiter under the primitive's lock and calls `wake()` on it after
+// unlocking (or under the lock: wake never blocks). The protocol (docs/protocols.md §8):
+//   1. await_ready: `try_now()`; if it succeeds the task does not suspend at all.
+//   2. await_suspend: `hold()` the scheduler (may throw pool_closed: then nothing has happened),
+//      park the task (it takes its stacklet chain), then `try_or_enqueue(*this)`. If that takes
+//      the resource after all, the task is taken back at once (`resume_here`, no queue trip);
+//      otherwise the waiter is queued, and from the moment the primitive's lock is released a
+//      releaser may wake it on another thread: await_suspend touches nothing of the frame after
+//      `try_or_enqueue` returns false (point of no return) and returns `continue_after(worker)`.
+//   3. wake(): the waiter's task is resubmitted to its pool (the executor it was parked on),
+//      which ends the hold. A waiter is woken exactly once; `fail(e)` wakes it so that its
+//      co_await throws `e` (a primitive destroyed with waiters fails them with abandoned_wait).
+
+#include <coroutine>
+#include <cstddef>
+#include <exception>
+#include <stdexcept>
+#include <utility>
+
+#include "magpie/core/config.hpp"
+#include "magpie/core/context.hpp"
+#include "magpie/core/ext.hpp"
+#include "magpie/core/frame.hpp"
+
+namespace magpie::sync::detail {
+
+/// One suspended task in a primitive's queue. Lives in the task's frame (inside its awaitable).
+struct waiter : core::job {
+  waiter *m_next_waiter = nullptr;              ///< the primitive's FIFO link
+  core::ext::task_handle m_task;                ///< the parked task
+  std::exception_ptr m_error;                   ///< thrown from the co_await if set by fail()
+  std::size_t m_worker = core::ext::any_worker; ///< where to resume (set before wake)
+  void *m_slot = nullptr; ///< primitive-defined: e.g. where a channel puts the received value
+
+  /// Resubmits the task to its pool. Any thread; never blocks. Point of no return: from here on
+  /// the task may run, and this waiter (in its frame) may be gone — touch nothing of it after.
+  void wake() noexcept {
+    core::executor *home = m_task.home();
+    home->resubmit(this, m_worker);
+  }
+
+  /// Wakes the task so that its co_await throws `e`.
+  void fail(std::exception_ptr e) noexcept {
+    m_error = std::move(e);
+    wake();
+  }
+
+  static void run(core::job *j, core::context &worker) noexcept {
+    core::ext::resume(static_cast<waiter *>(j)->m_task, worker);
+  }
+
+  /// For await_resume: rethrows what fail() stored.
+  void rethrow_if_failed() {
+    if (m_error != nullptr) [[unlikely]] {
+      std::rethrow_exception(std::move(m_error));
+    }
+  }
+};
+
+/// An intrusive FIFO of waiters. Not thread-safe: guarded by its primitive's lock.
+class waiter_queue {
+public:
+  waiter_queue() noexcept = default;
+  waiter_queue(waiter_queue const &) = delete;
+  waiter_queue &operator=(waiter_queue const &) = delete;
+
+  bool empty() const noexcept { return m_head == nullptr; }
+  std::size_t size() const noexcept { return m_size; }
+
+  void push(waiter *w) noexcept {
+    w->m_next_waiter = nullptr;
+    if (m_tail == nullptr) {
+      m_head = w;
+    } else {
+      m_tail->m_next_waiter = w;
+    }
+    m_tail = w;
+    ++m_size;
+  }
+
+  /// The oldest waiter, unlinked, or null.
+  waiter *pop() noexcept {
+    waiter *w = m_head;
+    if (w != nullptr) {
+      m_head = w->m_next_waiter;
+      if (m_head == nullptr) {
+        m_tail = nullptr;
+      }
+      --m_size;
+    }
+    return w;
+  }
+
+  /// Unlinks every waiter at once; returns the oldest (follow m_next_waiter; read it before
+  /// waking each one, since a woken waiter may be gone).
+  waiter *take_all() noexcept {
+    waiter *w = m_head;
+    m_head = m_tail = nullptr;
+    m_size = 0;
+    return w;
+  }
+
+private:
+  waiter *m_head = nullptr;
+  waiter *m_tail = nullptr;
+  std::size_t m_size = 0;
+};
+
+/// Wakes every waiter of the list returned by take_all(), failing each with `e` if not null.
+inline void wake_all(waiter *w, std::exception_ptr e = nullptr) noexcept {
+  while (w != nullptr) {
+    waiter *next = w->m_next_waiter; // read first: the woken task may free w
+    if (e != nullptr) {
+      w->fail(e);
+    } else {
+      w->wake();
+    }
+    w = next;
+  }
+}
+
+/// The awaitable skeleton described at the top of this file. `Derived` provides
+/// `bool try_now()` and `bool try_or_enqueue(waiter &)`, and optionally `resume_value()`.
+/// It must be co_awaited through a request whose magpie_bind sets `m_frame` (see bind_waiter).
+template <typename Derived>
+struct wait_awaitable : waiter {
+  core::frame_base *m_frame = nullptr;
+
+  bool await_ready() { return self().try_now(); }
+
+  MAGPIE_CORO_SUSPEND_NOINLINE std::coroutine_handle<> await_suspend(std::coroutine_handle<>) {
+    core::context &worker = core::ext::worker_of(*m_frame);
+    core::executor *home = worker.home();
+    MAGPIE_CHECK(home != nullptr, "magpie: a task waited on a worker whose scheduler cannot "
+                                  "resume tasks (a hand-made core::context without an executor)");
+    home->hold(); // may throw (pool_closed): the co_await throws, nothing is suspended
+    m_run = &waiter::run;
+    m_task = core::ext::park(*m_frame);
+    if (self().try_or_enqueue(*this)) {
+      home->unhold();
+      return core::ext::resume_here(m_task, worker); // never left: continue at once
+    }
+    // Point of no return: queued, and a releaser may already have woken us elsewhere.
+    return core::ext::continue_after(worker);
+  }
+
+  decltype(auto) await_resume() {
+    rethrow_if_failed();
+    if constexpr (requires(Derived &d) { d.resume_value(); }) {
+      return self().resume_value();
+    }
+  }
+
+private:
+  Derived &self() noexcept { return static_cast<Derived &>(*this); }
+};
+
+/// Checks the task may wait here (outside a fork–join scope) and binds the awaitable to it; for
+/// the magpie_bind of a primitive's request.
+template <typename Awaitable>
+Awaitable bind_waiter(Awaitable a, core::frame_base &self) {
+  if (core::ext::in_fork_join_scope(self)) {
+    throw std::logic_error("magpie: a task waited (mutex, event, future, channel ...) inside a "
+                           "fork-join scope: co_await magpie::join() first");
+  }
+  a.m_frame = &self;
+  return a;
+}
+
+} // namespace magpie::sync::detail

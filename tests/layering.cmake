@@ -1,0 +1,21 @@
+# ctest `layering.frame_fields_stay_in_core`: outside include/magpie/core/, nothing may read or
+# write a task frame's fields (frame_base::m_ctx, m_stack, m_steals, ...): higher layers use the
+# ext interface (core/ext.hpp). Run as: cmake -DROOT=<source dir> -P layering.cmake
+file(GLOB_RECURSE sources ${ROOT}/include/magpie/*.hpp ${ROOT}/src/*.cpp)
+set(pattern "(->|\\.)m_(ctx|stack|steals|joins|unjoined|at_final|deferred|trivial_frame)[^A-Za-z0-9_]")
+set(offenders "")
+foreach(f ${sources})
+  if(f MATCHES "/include/magpie/core/")
+    continue()
+  endif()
+  file(STRINGS ${f} lines REGEX "${pattern}")
+  foreach(line ${lines})
+    string(STRIP "${line}" line)
+    list(APPEND offenders "${f}: ${line}")
+  endforeach()
+endforeach()
+if(offenders)
+  list(JOIN offenders "\n  " text)
+  message(FATAL_ERROR "frame fields used outside core (use magpie::core::ext instead):\n  ${text}")
+endif()
+message(STATUS "no frame field is touched outside include/magpie/core/")
