@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages magpie needs for a purpose, if any are missing.
-# Usage: scripts/deps.sh test|bench|docs   (sourced or executed; needs root or sudo for apt-get)
+# Usage: scripts/deps.sh test|bench|docs|build   (sourced or executed; needs root or sudo for apt-get)
 set -euo pipefail
 
 common=(cmake ninja-build g++-12 clang-16 libclang-rt-16-dev)
@@ -9,7 +9,8 @@ case "${1:-test}" in
                  libc++abi-16-dev pkg-config doxygen) ;;
   bench) wanted=("${common[@]}" libtbb-dev libomp-16-dev libbenchmark-dev python3 python3-matplotlib time) ;;
   docs)  wanted=(doxygen) ;;
-  *) echo "usage: $0 test|bench|docs" >&2; exit 2 ;;
+  build) wanted=("${common[@]}") ;;
+  *) echo "usage: $0 test|bench|docs|build" >&2; exit 2 ;;
 esac
 
 missing=()
