@@ -14,8 +14,10 @@ an example registered in examples/CMakeLists.txt with magpie_example(<name>), wh
 runs it as the ctest example.<name>; an .out file must belong to an example whose test compares
 its output with that file (one registered without EXPECT).
 
-Usage: check_docs.py [--root DIR] [--strict FILE...] [--lenient FILE...]
-Default: --strict docs/guide/*.md --lenient README.md. Exit status 1 on any mismatch.
+Usage: check_docs.py [--root DIR] [--fix] [--strict FILE...] [--lenient FILE...]
+Default: --strict docs/guide/*.md --lenient README.md. Exit status 1 on any problem. --fix
+rewrites each marked block that differs from its file with the file's text (and still reports
+the problems it cannot fix).
 """
 
 import argparse
@@ -63,9 +65,10 @@ def region_of(lines, region, where):
     return lines[at[0] + 1 : at[1]]
 
 
-def check_file(path, strict, root, examples):
+def check_file(path, strict, root, examples, fix=False):
     errors = []
     lines = open(path, encoding="utf-8").read().split("\n")
+    fixes = []  # (first content line, end, replacement)
     rel = os.path.relpath(path, root)
     for start, info, content in fenced_blocks(lines):
         where = f"{rel}:{start + 1}"
@@ -102,7 +105,9 @@ def check_file(path, strict, root, examples):
             except ValueError as e:
                 errors.append(f"{where}: {e}")
                 continue
-        if content != expected_lines:
+        if content != expected_lines and fix:
+            fixes.append((start + 1, start + 1 + len(content), expected_lines))
+        elif content != expected_lines:
             shown = f"{target} [{region}]" if region else target
             for k, (a, b) in enumerate(zip(content, expected_lines)):
                 if a != b:
@@ -110,12 +115,18 @@ def check_file(path, strict, root, examples):
                     break
             else:
                 errors.append(f"{where}: block has {len(content)} lines, {shown} has {len(expected_lines)}")
+    for first, end, replacement in reversed(fixes):
+        lines[first:end] = replacement
+    if fixes:
+        open(path, "w", encoding="utf-8").write("\n".join(lines))
+        print(f"check_docs: rewrote {len(fixes)} blocks in {rel}")
     return errors
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    parser.add_argument("--fix", action="store_true")
     parser.add_argument("--strict", nargs="*", default=None)
     parser.add_argument("--lenient", nargs="*", default=None)
     args = parser.parse_args()
@@ -129,7 +140,7 @@ def main():
     errors = []
     blocks = 0
     for path, is_strict in [(p, True) for p in strict] + [(p, False) for p in lenient]:
-        errors += check_file(path, is_strict, root, examples)
+        errors += check_file(path, is_strict, root, examples, args.fix)
         blocks += sum(1 for _ in fenced_blocks(open(path, encoding="utf-8").read().split("\n")))
     for e in errors:
         print(e, file=sys.stderr)
