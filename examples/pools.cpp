@@ -36,6 +36,7 @@ int main() {
   // Any number of threads may submit roots to one pool at once.
   std::vector<long> results(4);
   std::vector<std::thread> clients;
+  clients.reserve(results.size());
   for (int i = 0; i < 4; ++i) {
     clients.emplace_back(
         [&lazy, &results, i] { results[i] = magpie::sync_wait(lazy, sum, 0L, 1000L * (i + 1)); });
