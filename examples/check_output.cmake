@@ -1,17 +1,7 @@
-# cmake -DPROGRAM=<exe> -DEXPECTED=<file> -P check_output.cmake [-- args...]
-# Runs PROGRAM with the arguments after `--`; fails unless it exits with 0 and its standard
-# output equals the contents of EXPECTED.
-set(args "")
-set(seen_separator FALSE)
-math(EXPR last "${CMAKE_ARGC} - 1")
-foreach(i RANGE ${last})
-  if(seen_separator)
-    list(APPEND args "${CMAKE_ARGV${i}}")
-  elseif("${CMAKE_ARGV${i}}" STREQUAL "--")
-    set(seen_separator TRUE)
-  endif()
-endforeach()
-execute_process(COMMAND ${PROGRAM} ${args} RESULT_VARIABLE status OUTPUT_VARIABLE out
+# cmake -DPROGRAM=<exe> -DEXPECTED=<file> [-DARGS=<a;b;...>] -P check_output.cmake
+# Runs PROGRAM with ARGS; fails unless it exits with 0 and its standard output equals the contents
+# of EXPECTED.
+execute_process(COMMAND ${PROGRAM} ${ARGS} RESULT_VARIABLE status OUTPUT_VARIABLE out
                 ERROR_VARIABLE err TIMEOUT 100)
 file(READ ${EXPECTED} expected)
 if(NOT status EQUAL 0)
