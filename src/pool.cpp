@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 
 #include "magpie/core/config.hpp"
@@ -47,13 +48,108 @@ private:
   std::uint32_t m_s[4];
 };
 
+/// One worker's jobs that any worker may run: resumed tasks, then new roots by priority (see
+/// sched::priority for the order and the starvation rule; docs/protocols.md §9.2). A mutex guards
+/// the lists: pushes come from any thread, pops from the owner and from idle thieves, one job at
+/// a time (a long job must not hold short ones queued behind it hostage).
+class run_queue {
+public:
+  static constexpr std::size_t resumed = 0; // level of resumed tasks; roots are 1 + priority
+  static constexpr std::size_t levels = 4;
+  static constexpr std::uint32_t starvation_period = 8; // every 8th root pick goes lower
+
+  static constexpr std::size_t level_of(priority p) noexcept {
+    return 1 + static_cast<std::size_t>(p);
+  }
+
+  /// Any thread.
+  void push(job *j, std::size_t level) noexcept {
+    j->m_next = nullptr;
+    std::lock_guard lock(m_mutex);
+    fifo &q = m_fifo[level];
+    (q.tail != nullptr ? q.tail->m_next : q.head) = j;
+    q.tail = j;
+    // seq_cst: orders this push before the submitter's look for sleepers (pool::wake), and a
+    // would-be sleeper's registration before its look here (work_visible): one of them sees the
+    // other (docs/protocols.md, "Sleep and wake-up"). The mutex publishes the job's contents.
+    m_size.store(m_size.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+  }
+
+  /// Any thread: the next job by the order above, or null.
+  job *pop() noexcept {
+    if (m_size.load(std::memory_order_relaxed) == 0) { // a cheap look; the mutex decides
+      return nullptr;
+    }
+    std::lock_guard lock(m_mutex);
+    std::size_t level = levels;
+    if (m_fifo[resumed].head != nullptr) {
+      level = resumed;
+    } else {
+      level = pick_root_level();
+    }
+    if (level == levels) {
+      return nullptr;
+    }
+    fifo &q = m_fifo[level];
+    job *j = q.head;
+    q.head = j->m_next;
+    if (q.head == nullptr) {
+      q.tail = nullptr;
+    }
+    j->m_next = nullptr;
+    m_size.store(m_size.load(std::memory_order_relaxed) - 1,
+                 std::memory_order_relaxed); // under the mutex; readers only want a hint
+    return j;
+  }
+
+  /// Any thread; seq_cst: see push.
+  bool empty() const noexcept { return m_size.load(std::memory_order_seq_cst) == 0; }
+
+private:
+  struct fifo {
+    job *head = nullptr;
+    job *tail = nullptr;
+  };
+
+  /// Under the mutex: the root level to take from (levels if no root is queued).
+  std::size_t pick_root_level() noexcept {
+    std::size_t top = levels;
+    for (std::size_t l = 1; l < levels; ++l) {
+      if (m_fifo[l].head != nullptr) {
+        top = l;
+        break;
+      }
+    }
+    if (top == levels) {
+      return levels;
+    }
+    if (++m_picks % starvation_period != 0) {
+      return top;
+    }
+    // Starvation rule: this pick goes to a non-empty level below `top`, in rotation.
+    std::size_t lower[levels];
+    std::size_t n = 0;
+    for (std::size_t l = top + 1; l < levels; ++l) {
+      if (m_fifo[l].head != nullptr) {
+        lower[n++] = l;
+      }
+    }
+    return n == 0 ? top : lower[m_rotor++ % n];
+  }
+
+  std::mutex m_mutex;
+  fifo m_fifo[levels];
+  std::uint32_t m_picks = 0; // root picks so far (guarded by m_mutex)
+  std::uint32_t m_rotor = 0; // rotation among lower levels (guarded by m_mutex)
+  std::atomic<std::size_t> m_size{0};
+};
+
 struct worker {
   worker(pool *owner, std::size_t index) : ctx(owner, index, owner), random(index + 1) {}
 
   core::context ctx;
   job_queue pinned; // jobs for this worker only (resume_on, resumes aimed at this worker)
-  job_queue ready;  // resumed tasks: run before roots; idle thieves may take them too
-  job_queue roots;  // roots: this worker takes them first, idle thieves may take them too
+  run_queue queued; // resumed tasks, then roots by priority: this worker and idle thieves
   std::atomic<bool> idle{false}; // a hint for choosing where to submit roots
   std::condition_variable cv;    // with pool::m_sleep_mutex
   bool asleep = false;           // guarded by pool::m_sleep_mutex
@@ -211,7 +307,7 @@ void pool::resubmit(job *j, std::size_t worker) noexcept {
                "a suspended task was resumed on a worker index its pool does not have");
   if (worker == core::ext::any_worker) {
     worker = choose_worker();
-    m_workers[worker]->ready.push(j); // seq_cst: before the sleepers check in wake()
+    m_workers[worker]->queued.push(j, detail::run_queue::resumed); // seq_cst: before wake()
   } else {
     m_workers[worker]->pinned.push(j); // seq_cst: as above
   }
@@ -229,10 +325,28 @@ void pool::unhold() noexcept {
   }
 }
 
-void pool::submit_root(job *j) {
-  open_submission(); // held until finish_root(), after the root has completed
+void pool::submit_root(job *j, priority p) {
+  bool const own = is_worker_thread();
+  {
+    // Counted in flight until finish_root(), after the root has completed.
+    std::lock_guard lock(m_inflight_mutex);
+    // Once closing, only a task of ours may still add work, and only while something is in flight
+    // (then the destructor still waits, reading the count under this mutex): a spawned task that
+    // spawns more is waited for; a submission from elsewhere is refused.
+    if (m_closing.load(std::memory_order_relaxed) && (!own || m_inflight == 0)) { // under mutex
+      throw pool_closed();
+    }
+    ++m_inflight;
+  }
+  std::size_t const level = detail::run_queue::level_of(p);
+  if (own) {
+    // A task spawning: keep the job local (thieves take it if we stay busy). No wake: while we
+    // run tasks at least one thief is awake (docs/protocols.md §6).
+    m_workers[core::this_context()->index()]->queued.push(j, level);
+    return;
+  }
   std::size_t const index = choose_worker();
-  m_workers[index]->roots.push(j); // seq_cst: before the sleepers check in wake()
+  m_workers[index]->queued.push(j, level); // seq_cst: before the sleepers check in wake()
   wake(index);
 }
 
@@ -314,22 +428,14 @@ bool pool::run_jobs(detail::worker &w) {
     run_batch(w, pinned);
     return true;
   }
-  return run_one(w, w.ready, w.ready) || run_one(w, w.roots, w.roots);
+  return run_queued(w, w);
 }
 
-bool pool::run_one(detail::worker &w, job_queue &from, job_queue &rest_to) {
-  job *j = from.take_all();
+bool pool::run_queued(detail::worker &w, detail::worker &from) {
+  job *j = from.queued.pop(); // one job: the rest stay where idle thieves can take them
   if (j == nullptr) {
     return false;
   }
-  // Run the oldest; give the rest back to our own queue, where idle thieves can still take them
-  // while this one runs (a long job must not hold short ones hostage).
-  for (job *rest = j->m_next; rest != nullptr;) {
-    job *next = rest->m_next;
-    rest_to.push(rest);
-    rest = next;
-  }
-  j->m_next = nullptr;
   run_batch(w, j);
   return true;
 }
@@ -344,8 +450,7 @@ bool pool::try_steal(detail::worker &w) {
   detail::worker &v = *m_workers[victim];
   auto stolen = v.ctx.thief().steal();
   if (!stolen) {
-    if (stolen.status == core::steal_status::empty &&
-        (run_one(w, v.ready, w.ready) || run_one(w, v.roots, w.roots))) {
+    if (stolen.status == core::steal_status::empty && run_queued(w, v)) {
       return true; // the victim is busy with something else: we run its queued work
     }
     w.ctx.bump(core::counter::steal_fails);
@@ -367,7 +472,7 @@ bool pool::work_visible(detail::worker const &w) const noexcept {
   }
   for (auto const &other : m_workers) {
     // seq_cst loads: hints, but fresh ones (see protocols §6)
-    if (!other->ctx.tasks().empty() || !other->ready.empty() || !other->roots.empty()) {
+    if (!other->ctx.tasks().empty() || !other->queued.empty()) {
       return true;
     }
   }
