@@ -8,6 +8,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -322,12 +323,14 @@ TEST(future, an_argument_that_throws_when_moved_into_the_task_reaches_the_reader
 // Detached futures and unread exceptions.
 
 std::atomic<int> unobserved_count{0};
-std::string unobserved_what;
+std::mutex unobserved_mutex;
+std::string unobserved_what; // guarded by unobserved_mutex (reports come from any worker)
 
 void count_unobserved(std::exception_ptr e) noexcept {
   try {
     std::rethrow_exception(e);
   } catch (std::exception const &x) {
+    std::lock_guard lock(unobserved_mutex);
     unobserved_what = x.what();
   }
   unobserved_count.fetch_add(1);
