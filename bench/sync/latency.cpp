@@ -135,8 +135,8 @@ int main(int argc, char **argv) {
   }
 #endif
   int bad = 0;
-  std::printf("%-38s %14s %14s %14s %14s\n", "latency, ns (median / p90)", "spawn->start",
-              "p90", "finish->get", "p90");
+  std::printf("%-38s %14s %14s %14s %14s\n", "latency, ns (median / p90)", "spawn->start", "p90",
+              "finish->get", "p90");
   for (auto const &r : rows) {
     std::printf("%-38s %14lld %14lld %14lld %14lld%s\n", r.name.c_str(),
                 static_cast<long long>(pct(r.to_start, 0.5)),

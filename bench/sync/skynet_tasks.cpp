@@ -178,19 +178,21 @@ int main(int argc, char **argv) {
     pool = std::make_unique<magpie::lazy_pool>(o.workers);
   }
   std::string const name = std::string(way) + "-" + o.pool;
-  return bench::measure(o, "skynet-tasks", name,
-                        [&] { return magpie::sync_wait(*pool, skynet, pool.get(), i64{0}, leaves); },
-                        check);
+  return bench::measure(
+      o, "skynet-tasks", name,
+      [&] { return magpie::sync_wait(*pool, skynet, pool.get(), i64{0}, leaves); }, check);
 #elif SKYNET_WAY == SKYNET_TBB
   bench::tbb_runtime rt(o);
-  return bench::measure(o, "skynet-tasks", rt.name(),
-                        [&] { return rt.run([&] { return skynet(0, leaves); }); }, check);
+  return bench::measure(
+      o, "skynet-tasks", rt.name(), [&] { return rt.run([&] { return skynet(0, leaves); }); },
+      check);
 #elif SKYNET_WAY == SKYNET_ASYNC
   char const *env = std::getenv("MAGPIE_ASYNC_LEVELS");
   int const levels = env != nullptr ? std::atoi(env) : 3;
-  return bench::measure(o, "skynet-tasks", "async", [&] { return skynet(0, leaves, levels); },
-                        check);
+  return bench::measure(
+      o, "skynet-tasks", "async", [&] { return skynet(0, leaves, levels); }, check);
 #else
-  return bench::measure(o, "skynet-tasks", "serial", [&] { return serial(0, leaves); }, check);
+  return bench::measure(
+      o, "skynet-tasks", "serial", [&] { return serial(0, leaves); }, check);
 #endif
 }

@@ -345,21 +345,27 @@ TEST(future, a_future_destroyed_unread_detaches_and_its_exception_is_reported_on
     magpie::lazy_pool pool(2);
     // Destroyed unread before the task finished (it waits for `go`), and after:
     {
-      auto f = magpie::spawn(pool, [](std::atomic<int> *g) -> task<int> {
-        wait_for(*g);
-        throw counted_error(1);
-        co_return 0;
-      }, &go);
+      auto f = magpie::spawn(
+          pool,
+          [](std::atomic<int> *g) -> task<int> {
+            wait_for(*g);
+            throw counted_error(1);
+            co_return 0;
+          },
+          &go);
     }
     auto done = magpie::spawn(pool, throws_after, 2);
     done.wait();
     { auto moved = std::move(done); }
     for (int i = 0; i < 10; ++i) {
-      (void)magpie::spawn(pool, [](std::atomic<int> *r, std::atomic<int> *g) -> task<void> {
-        wait_for(*g);
-        r->fetch_add(1);
-        co_return;
-      }, &ran, &go);
+      (void)magpie::spawn(
+          pool,
+          [](std::atomic<int> *r, std::atomic<int> *g) -> task<void> {
+            wait_for(*g);
+            r->fetch_add(1);
+            co_return;
+          },
+          &ran, &go);
     }
     go.store(1);
   } // the destructor waits for the detached tasks

@@ -75,10 +75,19 @@ public:
   /// From one of this pool's own workers the job goes to that worker's queue (where idle thieves
   /// may take it). Throws pool_closed once the destructor has begun, except from a task of this
   /// pool while the pool still drains its work (a spawned task that spawns more is waited for
-  /// too). Counts the job as in flight until `finish_root()`.
-  void submit_root(job *j, priority p = priority::normal);
-  /// Called once per submit_root, by the submitter, after the root has completed.
-  void finish_root() noexcept;
+  /// too). Counts the job as in flight until `finish_root(*local)`: `*local` (if given) tells
+  /// whether it was a submission from one of this pool's workers, counted lock-free. Returns the
+  /// index of the worker whose queue holds the job (for withdraw_root).
+  std::size_t submit_root(job *j, priority p = priority::normal, bool *local = nullptr);
+
+  /// Takes a root job back from worker `worker`'s queue, where submit_root(j, p) put it, if it
+  /// is still there and among the 64 newest of its priority (a spawned task that its reader ran
+  /// itself). True if it was taken back: it will not run. Does not end the in-flight count
+  /// (finish_root still must be called). Any thread.
+  bool withdraw_root(job *j, std::size_t worker, priority p) noexcept;
+  /// Called once per submit_root, by the submitter, after the root has completed; `local` as
+  /// submit_root reported it (false for submissions from outside the pool, e.g. sync_wait).
+  void finish_root(bool local = false) noexcept;
 
   /// Counts one submission from a task (resume_on) as in flight: the destructor waits for it.
   /// Throws pool_closed once the destructor has begun. Each call must be followed by exactly one
@@ -160,6 +169,7 @@ private:
   std::condition_variable m_inflight_cv;
   std::size_t m_inflight = 0; // roots, submissions from tasks, and parked tasks (holds)
   std::size_t m_parked = 0;   // of which parked tasks (for the destructor's diagnostic)
+  alignas(64) std::atomic<std::size_t> m_local_roots{0}; // roots submitted by our own tasks
 };
 
 /// A pool whose idle workers keep looking for work.

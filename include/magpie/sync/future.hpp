@@ -61,6 +61,18 @@ namespace detail {
 template <typename U, typename Fn, typename... Args>
 future<U> make_future(sched::pool &p, sched::priority prio, Fn &&fn, Args &&...args);
 
+/// Where plain threads wait for futures: a few mutex/condition-variable pairs shared by all
+/// futures (by address), so that a future's state carries none (most futures are read by tasks).
+struct thread_wait_slot {
+  std::mutex mutex;
+  std::condition_variable cv;
+};
+inline thread_wait_slot &thread_wait_slot_of(void const *state) noexcept {
+  static thread_wait_slot slots[16];
+  auto const a = reinterpret_cast<std::uintptr_t>(state);
+  return slots[(a >> 6) % 16];
+}
+
 template <typename T>
 struct value_box {
   T value{};
@@ -116,15 +128,17 @@ struct future_state : spawned {
       m_word.compare_exchange_strong(w, thread_waiting, std::memory_order_acq_rel,
                                      std::memory_order_acquire);
     }
-    std::unique_lock lock(m_mutex);
+    thread_wait_slot &slot = thread_wait_slot_of(this);
+    std::unique_lock lock(slot.mutex);
     // finished() stores `done` before taking this mutex to notify: we either see `done` here, or
     // are waiting (the mutex released) when it notifies. acquire: the result is visible.
+    // (Other futures share the slot: their notifications only make us look again.)
     auto is_done = [&] { return m_word.load(std::memory_order_acquire) == done; };
     if (deadline == nullptr) {
-      m_cv.wait(lock, is_done);
+      slot.cv.wait(lock, is_done);
       return true;
     }
-    return m_cv.wait_until(lock, *deadline, is_done);
+    return slot.cv.wait_until(lock, *deadline, is_done);
   }
 
   /// Under no lock: enqueue a waiting task unless the result is ready (then true).
@@ -146,8 +160,9 @@ protected:
     // word; acquire makes a waiting task's waiter (published by its CAS) visible to us.
     std::uintptr_t const w = m_word.exchange(done, std::memory_order_acq_rel);
     if (w == thread_waiting) {
-      std::lock_guard lock(m_mutex); // see wait_until: the waiter is either waiting or will see
-      m_cv.notify_all();
+      thread_wait_slot &slot = thread_wait_slot_of(this);
+      std::lock_guard lock(slot.mutex); // see wait_until: the waiter is waiting or will see done
+      slot.cv.notify_all();
     } else if (w != pending) {
       reinterpret_cast<waiter *>(w)->wake(); // point of no return for that waiter
     }
@@ -156,8 +171,6 @@ protected:
 private:
   value_box<T> m_value;
   std::atomic<std::uintptr_t> m_word{pending};
-  std::mutex m_mutex;
-  std::condition_variable m_cv;
 };
 
 /// `co_await future`, bound to the awaiting task: helps, or waits via the waiter skeleton.
@@ -175,6 +188,7 @@ struct future_awaitable : wait_awaitable<future_awaitable<T>> {
     // Help only on a worker of the task's own pool: it must run where it was sent.
     if (core::ext::worker_of(*this->m_frame).home() == s.m_pool && s.claim_for_help()) {
       m_helped = true;
+      s.withdraw_job();
       std::coroutine_handle<> child = s.call_from(*this->m_frame);
       return child ? child : self; // null: creating it threw, await_resume completes it
     }

@@ -177,7 +177,7 @@ struct spawned : core::job, core::root_block {
     drop_call();
     sched::pool *const p = m_pool; // read first: finished() may let the reader go on
     finished();
-    p->finish_root(); // the pool's destructor may proceed once this returns (if we were last)
+    p->finish_root(m_local); // the pool's destructor may proceed once this returns
   }
 
   /// Inside the await_suspend of a task that won claim_for_help(): creates the task as a called
@@ -185,7 +185,18 @@ struct spawned : core::job, core::root_block {
   /// argument's move, the stack's growth), stores the exception and returns null.
   virtual std::coroutine_handle<> call_from(core::frame_base &waiter) noexcept = 0;
 
+  /// After claim_for_help(): takes the pool's job back from its queue if it is still there (it
+  /// then never runs), dropping the job's reference at once instead of when the job would run.
+  void withdraw_job() noexcept {
+    if (m_pool->withdraw_root(this, m_queue_worker, m_priority)) {
+      release(); // the job's reference (the caller holds another: this never frees)
+    }
+  }
+
   sched::pool *m_pool;
+  std::size_t m_queue_worker = 0; ///< where submit_root queued the job (futures only)
+  sched::priority m_priority = sched::priority::normal;
+  bool m_local = false; ///< submitted by a worker of m_pool (see pool::submit_root)
 
 protected:
   /// Creates the task on `worker`'s stack and starts it as a root anchored here.
@@ -314,11 +325,18 @@ Base *launch(sched::pool &p, sched::priority prio, typename Base::init const &in
              Args &&...args) {
   using state = spawned_call<Base, stored_t<Fn>, stored_t<Args>...>;
   auto *s = new state(init, std::forward<Fn>(fn), std::forward<Args>(args)...);
+  s->m_priority = prio;
+  s->m_local = p.is_worker_thread(); // as submit_root will find: written before the job can run
+  std::size_t worker = 0;
   try {
-    p.submit_root(s, prio); // may throw pool_closed
+    worker = p.submit_root(s, prio); // may throw pool_closed
   } catch (...) {
     delete s;
     throw;
+  }
+  if constexpr (Base::keeps_value) {
+    // The reader's reference keeps the state alive; only the reader (after we return) reads it.
+    s->m_queue_worker = worker;
   }
   return s;
 }
