@@ -51,10 +51,11 @@ std::int64_t pct(std::vector<std::int64_t> v, double q) {
   return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
 }
 
-template <typename Once>
-row measure(std::string name, int reps, Once once) {
+template <typename Once, typename Before>
+row measure(std::string name, int reps, Once once, Before before) {
   row r{std::move(name), {}, {}, 0};
   for (int i = -reps / 10; i < reps; ++i) { // the first tenth warms up
+    before();                               // untimed
     stamps s;
     std::int64_t const t0 = now_ns();
     int const v = once(s, i);
@@ -84,12 +85,14 @@ row magpie_row(char const *name, magpie::pool &pool, int reps) {
   if (pool.policy() == magpie::idle_policy::lazy) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50)); // let the worker fall asleep
   }
-  return measure(name, reps, [&](stamps &s, int i) {
-    if (pool.policy() == magpie::idle_policy::lazy) {
-      std::this_thread::sleep_for(std::chrono::microseconds(200)); // idle again: asleep
-    }
-    return magpie::spawn(pool, stamped, &s, i).get();
-  });
+  return measure(
+      name, reps, [&](stamps &s, int i) { return magpie::spawn(pool, stamped, &s, i).get(); },
+      [&] {
+        if (pool.policy() == magpie::idle_policy::lazy) {
+          // Idle again: a lazy worker yields for a while, then sleeps (~1 ms covers both).
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      });
 }
 
 } // namespace
@@ -110,27 +113,34 @@ int main(int argc, char **argv) {
     magpie::busy_pool busy(1);
     rows.push_back(magpie_row("magpie::spawn, busy_pool(1)", busy, reps));
   }
-  rows.push_back(measure("std::thread", reps, [](stamps &s, int i) {
-    int v = -1;
-    std::thread t([&] { v = stamped_plain(&s, i); });
-    t.join();
-    return v;
-  }));
-  rows.push_back(measure("std::async(launch::async)", reps, [](stamps &s, int i) {
-    return std::async(std::launch::async, stamped_plain, &s, i).get();
-  }));
+  rows.push_back(measure(
+      "std::thread", reps,
+      [](stamps &s, int i) {
+        int v = -1;
+        std::thread t([&] { v = stamped_plain(&s, i); });
+        t.join();
+        return v;
+      },
+      [] {}));
+  rows.push_back(measure(
+      "std::async(launch::async)", reps,
+      [](stamps &s, int i) { return std::async(std::launch::async, stamped_plain, &s, i).get(); },
+      [] {}));
 #if MAGPIE_BENCH_HAVE_TBB
   {
     tbb::global_control threads(tbb::global_control::max_allowed_parallelism, 2);
     tbb::task_arena arena(2);
     rows.push_back(arena.execute([&] {
-      return measure("tbb::task_group::run (arena of 2)", reps, [](stamps &s, int i) {
-        int v = -1;
-        tbb::task_group g;
-        g.run([&] { v = stamped_plain(&s, i); });
-        g.wait();
-        return v;
-      });
+      return measure(
+          "tbb::task_group::run (arena of 2)", reps,
+          [](stamps &s, int i) {
+            int v = -1;
+            tbb::task_group g;
+            g.run([&] { v = stamped_plain(&s, i); });
+            g.wait();
+            return v;
+          },
+          [] {});
     }));
   }
 #endif
