@@ -48,6 +48,7 @@
 #include "magpie/core/context.hpp"
 #include "magpie/core/frame.hpp"
 #include "magpie/sched/pool.hpp"
+#include "magpie/sched/sync_wait.hpp"
 #include "magpie/sync/detail/spawned.hpp"
 #include "magpie/sync/detail/waiter.hpp"
 
@@ -72,17 +73,6 @@ inline thread_wait_slot &thread_wait_slot_of(void const *state) noexcept {
   auto const a = reinterpret_cast<std::uintptr_t>(state);
   return slots[(a >> 6) % 16];
 }
-
-template <typename T>
-struct value_box {
-  T value{};
-  T *target() noexcept { return &value; }
-  T take() { return std::move(value); }
-};
-template <>
-struct value_box<void> {
-  void take() const noexcept {}
-};
 
 /// A future's state: the result, and the one reader's wait. `m_word` is `pending`, `done`,
 /// `thread_waiting` (a plain thread waits on m_cv) or the address of a waiting task's waiter.
@@ -169,7 +159,7 @@ protected:
   }
 
 private:
-  value_box<T> m_value;
+  sched::detail::value_slot<T> m_value; // the same slot as sync_wait's
   std::atomic<std::uintptr_t> m_word{pending};
 };
 
