@@ -52,6 +52,8 @@ PROBLEMS: dict[str, dict] = {
     "skynet": {"default": ["default"], "paper": ["paper"]},
     "zipf": {"default": ["512", "1024", "2048", "uniform-1024"],
              "paper": ["512", "1024", "2048", "uniform-1024"]},
+    # issue 9: skynet with 10^6 leaves the carb.tasking ways (bench/sync/skynet_tasks.cpp)
+    "skynet-tasks": {"default": ["6"], "paper": ["6"]},
 }
 
 # runtime name -> (binary suffix, extra arguments, problems it applies to or None for all)
@@ -63,8 +65,13 @@ RUNTIMES: dict[str, tuple[str, list[str], set[str] | None]] = {
     "magpie*-busy": ("magpie", ["--pool", "busy", "--star"], {"uts"}),
     "tbb": ("tbb", [], None),
     "omp": ("omp", [], None),
+    "magpie-futures-lazy": ("magpie-futures", ["--pool", "lazy"], {"skynet-tasks"}),
+    "magpie-group-lazy": ("magpie-group", ["--pool", "lazy"], {"skynet-tasks"}),
+    "magpie-counter-lazy": ("magpie-counter", ["--pool", "lazy"], {"skynet-tasks"}),
+    "async": ("async", [], {"skynet-tasks"}),
 }
-DEFAULT_RUNTIMES = ["serial", "magpie-lazy", "magpie-busy", "magpie*-lazy", "tbb", "omp"]
+DEFAULT_RUNTIMES = ["serial", "magpie-lazy", "magpie-busy", "magpie*-lazy", "tbb", "omp",
+                    "magpie-futures-lazy", "magpie-group-lazy", "magpie-counter-lazy", "async"]
 BASELINE = "magpie-lazy"  # the "ratio" column compares with this runtime
 NOISE_CORES = 0.15  # other processes using more than this many cores during a measurement: noisy
 
@@ -597,10 +604,10 @@ def main(argv: list[str]) -> int:
     micro_ran: list[str] = []
     if not args.no_micro and not only:
         micro_lines = []
-        for name in ["micro_fib_overhead", "micro_magpie"]:
+        for name in ["micro_fib_overhead", "micro_magpie", "sync_latency"]:
             exe = bindir / name
             if not exe.exists():
-                missing.append(f"{name} was not built (libbenchmark-dev missing?)")
+                missing.append(f"{name} was not built" + ("" if name == "sync_latency" else " (libbenchmark-dev missing?)"))
                 print(f"\nMISSING: {missing[-1]}")
                 continue
             print(f"\nmicrobenchmarks: {name}", flush=True)
@@ -616,6 +623,7 @@ def main(argv: list[str]) -> int:
                                 + ("  (timed out)" if res["timed_out"] else ""))
             else:
                 micro_ran.append(name + (" (every fib checked)" if name == "micro_fib_overhead"
+                                         else " (every round trip checked)" if name == "sync_latency"
                                          else " (no answers to check)"))
             if (res.get("other_cores") or 0) > NOISE_CORES:
                 text += f"\nWARNING: other processes kept {res['other_cores']:.2f} cores busy during this run\n"

@@ -25,12 +25,19 @@ using sched::inline_scheduler;
 using sched::lazy_pool;
 using sched::pool;
 using sched::pool_closed;
+using sched::priority;
 using sched::resume_on;
 using sched::sync_wait;
 using sched::this_worker_index;
 
 using sync::abandoned_wait;
+using sync::counter;
+using sync::future;
 using sync::resume_handle;
+using sync::set_unobserved_exception_handler;
+using sync::spawn;
 using sync::suspend;
+using sync::task_group;
+using sync::unobserved_exception_handler;
 
 } // namespace magpie

@@ -4,4 +4,7 @@
 // without blocking a worker.
 
 #include "magpie/sched.hpp"
+#include "magpie/sync/counter.hpp"
+#include "magpie/sync/future.hpp"
 #include "magpie/sync/suspend.hpp"
+#include "magpie/sync/task_group.hpp"

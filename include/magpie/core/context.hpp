@@ -66,6 +66,9 @@ public:
   /// Number of workers.
   std::size_t workers() const noexcept { return m_ops->workers(*this); }
 
+  /// True if this executor was built with `ops` (how a scheduler recognises its own kind).
+  bool implemented_by(operations const &ops) const noexcept { return m_ops == &ops; }
+
 protected:
   explicit executor(operations const &ops) noexcept : m_ops(&ops) {}
   ~executor() = default;
