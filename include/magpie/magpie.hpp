@@ -30,6 +30,12 @@ using sched::sync_wait;
 using sched::this_worker_index;
 
 using sync::abandoned_wait;
+using sync::condition_variable;
+using sync::mutex;
+using sync::semaphore;
+using sync::shared_guard;
+using sync::shared_mutex;
+using sync::unique_guard;
 using sync::resume_handle;
 using sync::suspend;
 

@@ -5,3 +5,8 @@
 
 #include "magpie/sched.hpp"
 #include "magpie/sync/suspend.hpp"
+#include "magpie/sync/condition_variable.hpp"
+#include "magpie/sync/guard.hpp"
+#include "magpie/sync/mutex.hpp"
+#include "magpie/sync/semaphore.hpp"
+#include "magpie/sync/shared_mutex.hpp"
