@@ -13,6 +13,7 @@
 // every waiter across in FIFO order and they then run one after another, never as a herd.
 // Protocol and proof sketch: docs/protocols.md §9.4.
 
+#include <coroutine>
 #include <cstddef>
 #include <exception>
 #include <stdexcept>
@@ -105,7 +106,7 @@ public:
   template <typename Pred>
     requires std::is_invocable_r_v<bool, Pred &>
   auto wait(unique_guard<sync::mutex> &g, Pred pred) {
-    return pred_request<std::decay_t<Pred>>{this, &g, std::move(pred)};
+    return pred_request<std::decay_t<Pred>>{this, &g, std::move(pred), nullptr};
   }
 
   /// Moves the oldest waiter to its mutex (it wakes holding the mutex). Any thread or task.
@@ -159,13 +160,35 @@ public:
   }
 
 private:
+  /// The loop of wait(g, pred), run as a called child. It catches what its waits and `pred` throw
+  /// into `*error` (a called child's exception would otherwise reach the caller only at its next
+  /// join), for the caller's co_await to rethrow.
   template <typename Pred>
-  static core::task<void> wait_loop(condition_variable *cv, unique_guard<sync::mutex> *g,
-                                    Pred pred) {
-    while (!pred()) {
-      co_await cv->wait(*g);
+  static core::task<void> wait_loop(condition_variable *cv, unique_guard<sync::mutex> *g, Pred pred,
+                                    std::exception_ptr *error) {
+    try {
+      while (!pred()) {
+        co_await cv->wait(*g);
+      }
+    } catch (...) {
+      *error = std::current_exception();
     }
   }
+
+  /// The awaitable of wait(g, pred): the call of wait_loop, then a rethrow of its exception.
+  template <typename Call>
+  struct pred_awaitable {
+    Call m_call;
+    std::exception_ptr *m_error;
+    bool await_ready() { return m_call.await_ready(); }
+    decltype(auto) await_suspend(std::coroutine_handle<> h) { return m_call.await_suspend(h); }
+    void await_resume() {
+      m_call.await_resume();
+      if (*m_error != nullptr) {
+        std::rethrow_exception(std::exchange(*m_error, nullptr));
+      }
+    }
+  };
 
   template <typename Pred>
   struct [[nodiscard("co_await it")]] pred_request {
@@ -173,13 +196,17 @@ private:
     condition_variable *m_cv;
     unique_guard<sync::mutex> *m_guard; // the caller's guard, in its frame
     Pred m_pred;
+    std::exception_ptr m_error; // lives to the end of the co_await's full-expression
+
     auto magpie_bind(core::frame_base &self) && {
       MAGPIE_CHECK(m_guard->owns_lock(), "magpie::condition_variable::wait: no lock owned");
       if (core::ext::in_fork_join_scope(self)) { // the loop's own frame would not see the scope
         throw std::logic_error("magpie::condition_variable::wait inside a fork-join scope: "
                                "co_await magpie::join() first");
       }
-      return core::call(&wait_loop<Pred>, m_cv, m_guard, std::move(m_pred)).magpie_bind(self);
+      auto call = core::call(&wait_loop<Pred>, m_cv, m_guard, std::move(m_pred), &m_error)
+                      .magpie_bind(self);
+      return pred_awaitable<decltype(call)>{call, &m_error};
     }
   };
 
