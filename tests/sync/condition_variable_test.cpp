@@ -222,19 +222,6 @@ task<int> wait_expecting_abandon(magpie::condition_variable *cv, magpie::mutex *
   co_return 0;
 }
 
-task<int> count_abandoned(magpie::condition_variable *cv, magpie::mutex *m, int n) {
-  std::vector<int> out(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    co_await fork(&out[static_cast<std::size_t>(i)], wait_expecting_abandon, cv, m, i);
-  }
-  co_await join();
-  int sum = 0;
-  for (int v : out) {
-    sum += v;
-  }
-  co_return sum;
-}
-
 TEST_P(condition_variable_test, destroyed_while_tasks_wait_they_throw_holding_the_mutex) {
   magpie::mutex m;
   auto cv = std::make_unique<magpie::condition_variable>();
@@ -243,7 +230,10 @@ TEST_P(condition_variable_test, destroyed_while_tasks_wait_they_throw_holding_th
     ASSERT_TRUE(wait_count([&] { return cv->waiting(); }, static_cast<std::size_t>(n)));
     cv.reset();
   });
-  EXPECT_EQ(m_sched.run(count_abandoned, cv.get(), &m, n), n);
+  EXPECT_EQ(m_sched.run(fork_sum<decltype(&wait_expecting_abandon), magpie::condition_variable *,
+                                 magpie::mutex *>,
+                        &wait_expecting_abandon, n, cv.get(), &m),
+            n);
   destroyer.join();
   EXPECT_FALSE(m.is_locked());
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "common/test_support.hpp"
 
@@ -50,6 +51,21 @@ task<void> fan_out(Leaf leaf, int lo, int hi, Args... args) {
   co_await fork(fan_out<Leaf, Args...>, leaf, lo, mid, args...);
   co_await call(fan_out<Leaf, Args...>, leaf, mid, hi, args...);
   co_await join();
+}
+
+/// Forks `fn(args..., i)` for i in [0, n) (each returns task<int>), joins, returns the sum.
+template <typename Fn, typename... Args>
+task<int> fork_sum(Fn fn, int n, Args... args) {
+  std::vector<int> out(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    co_await fork(&out[static_cast<std::size_t>(i)], fn, args..., i);
+  }
+  co_await join();
+  int sum = 0;
+  for (int v : out) {
+    sum += v;
+  }
+  co_return sum;
 }
 
 /// Waits (yielding, out of line) until `count()` reaches `n`; false after 10 s.

@@ -174,26 +174,13 @@ TEST_P(mutex_test, an_exception_inside_the_guard_unlocks) {
   EXPECT_FALSE(m.is_locked());
 }
 
-task<int> lock_expecting_abandon(magpie::mutex *m) {
+task<int> lock_expecting_abandon(magpie::mutex *m, int) {
   try {
     co_await m->lock();
   } catch (magpie::abandoned_wait const &) {
     co_return 1;
   }
   co_return 0;
-}
-
-task<int> many_abandoned(magpie::mutex *m, int n) {
-  std::vector<int> out(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    co_await fork(&out[static_cast<std::size_t>(i)], lock_expecting_abandon, m);
-  }
-  co_await join();
-  int sum = 0;
-  for (int v : out) {
-    sum += v;
-  }
-  co_return sum;
 }
 
 TEST_P(mutex_test, destroyed_while_tasks_wait_releases_them_with_abandoned_wait) {
@@ -204,7 +191,9 @@ TEST_P(mutex_test, destroyed_while_tasks_wait_releases_them_with_abandoned_wait)
     ASSERT_TRUE(wait_count([&] { return m->waiting(); }, static_cast<std::size_t>(n)));
     m.reset();
   });
-  EXPECT_EQ(m_sched.run(many_abandoned, m.get(), n), n);
+  EXPECT_EQ(m_sched.run(fork_sum<decltype(&lock_expecting_abandon), magpie::mutex *>,
+                        &lock_expecting_abandon, n, m.get()),
+            n);
   destroyer.join();
 }
 

@@ -129,19 +129,6 @@ task<int> acquire_expecting_abandon(magpie::semaphore *s, int) {
   co_return 0;
 }
 
-task<int> count_abandoned(magpie::semaphore *s, int n) {
-  std::vector<int> out(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    co_await fork(&out[static_cast<std::size_t>(i)], acquire_expecting_abandon, s, i);
-  }
-  co_await join();
-  int sum = 0;
-  for (int v : out) {
-    sum += v;
-  }
-  co_return sum;
-}
-
 TEST_P(semaphore_test, destroyed_while_tasks_wait_releases_them_with_abandoned_wait) {
   auto s = std::make_unique<magpie::semaphore>(0);
   int const n = scaled(16, 4);
@@ -149,7 +136,9 @@ TEST_P(semaphore_test, destroyed_while_tasks_wait_releases_them_with_abandoned_w
     ASSERT_TRUE(wait_count([&] { return s->waiting(); }, static_cast<std::size_t>(n)));
     s.reset();
   });
-  EXPECT_EQ(m_sched.run(count_abandoned, s.get(), n), n);
+  EXPECT_EQ(m_sched.run(fork_sum<decltype(&acquire_expecting_abandon), magpie::semaphore *>,
+                        &acquire_expecting_abandon, n, s.get()),
+            n);
   destroyer.join();
 }
 

@@ -222,19 +222,6 @@ task<int> lock_expecting_abandon(magpie::shared_mutex *m, int i) {
   co_return 0;
 }
 
-task<int> count_abandoned(magpie::shared_mutex *m, int n) {
-  std::vector<int> out(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    co_await fork(&out[static_cast<std::size_t>(i)], lock_expecting_abandon, m, i);
-  }
-  co_await join();
-  int sum = 0;
-  for (int v : out) {
-    sum += v;
-  }
-  co_return sum;
-}
-
 TEST_P(shared_mutex_test, destroyed_while_tasks_wait_releases_them_with_abandoned_wait) {
   auto m = std::make_unique<magpie::shared_mutex>();
   ASSERT_TRUE(m->try_lock());
@@ -243,7 +230,9 @@ TEST_P(shared_mutex_test, destroyed_while_tasks_wait_releases_them_with_abandone
     ASSERT_TRUE(wait_count([&] { return m->waiting(); }, static_cast<std::size_t>(n)));
     m.reset();
   });
-  EXPECT_EQ(m_sched.run(count_abandoned, m.get(), n), n);
+  EXPECT_EQ(m_sched.run(fork_sum<decltype(&lock_expecting_abandon), magpie::shared_mutex *>,
+                        &lock_expecting_abandon, n, m.get()),
+            n);
   destroyer.join();
 }
 
