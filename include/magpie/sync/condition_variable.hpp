@@ -50,6 +50,7 @@ namespace magpie::sync {
 /// two short locks and wakes at most one task.
 class condition_variable {
 public:
+  /// A condition variable with nobody waiting.
   condition_variable() noexcept = default;
   condition_variable(condition_variable const &) = delete;
   condition_variable &operator=(condition_variable const &) = delete;
