@@ -54,6 +54,10 @@ PROBLEMS: dict[str, dict] = {
              "paper": ["512", "1024", "2048", "uniform-1024"]},
     # issue 9: skynet with 10^6 leaves the carb.tasking ways (bench/sync/skynet_tasks.cpp)
     "skynet-tasks": {"default": ["6"], "paper": ["6"]},
+    # bench/sync: magpie::mutex vs std::mutex (the size names the lock), magpie pools only
+    "mutex": {"default": ["magpie", "std", "magpie-spaced", "std-spaced"],
+              "paper": ["magpie", "std", "magpie-spaced", "std-spaced"],
+              "runtimes": {"magpie-lazy", "magpie-busy"}},
 }
 
 # runtime name -> (binary suffix, extra arguments, problems it applies to or None for all)
@@ -262,6 +266,8 @@ def analyse(rows: list[dict]) -> tuple[list[dict], list[str]]:
             if b:
                 r["ratio_time"] = r["median_s"] / b["median_s"]
                 r["ratio_rss"] = r["maxrss_kib"] / b["maxrss_kib"] if b["maxrss_kib"] else None
+            if "sections" in r:  # bench/sync: time per critical section
+                r["ns_per_section"] = r["median_s"] / r["sections"] * 1e9
             if problem == "zipf" and "nominal_loop_s" in r:
                 loops = r["loops_per_rep"]
                 r["loops_per_s"] = loops / r["median_s"]
@@ -290,6 +296,8 @@ def summary_table(rows: list[dict]) -> str:
         extra = ""
         if "loops_per_s" in r:
             extra = f"  ({r['loops_per_s']:.0f} loops/s, nominal eff {r['nominal_efficiency']:.2f})"
+        elif "ns_per_section" in r:
+            extra = f"  ({r['ns_per_section']:.1f} ns per critical section)"
         lines.append([
             r["problem"], r["size"], r["runtime"], str(r["workers"]), fmt_time(r.get("median_s")),
             f"±{r['spread'] * 50:.1f}%" if "spread" in r else "-",
@@ -487,6 +495,8 @@ def main(argv: list[str]) -> int:
             suffix, _, only_for = RUNTIMES[rt]
             if only_for is not None and problem not in only_for:
                 continue
+            if rt not in PROBLEMS[problem].get("runtimes", RUNTIMES):  # a problem for some runtimes
+                continue
             binary = bindir / f"{problem}_{suffix}"
             if not binary.exists():
                 why = f"{binary.name} was not built (its runtime's package is missing?)"
@@ -587,7 +597,7 @@ def main(argv: list[str]) -> int:
         json.dump({"machine": info, "rows": rows}, f, indent=1)
     fields = ["problem", "size", "runtime", "workers", "median_s", "min_s", "max_s", "spread", "reps", "other_cores",
               "speedup", "efficiency", "maxrss_kib", "ratio_time", "ratio_rss", "check", "answer",
-              "loops_per_s", "nominal_efficiency", "times", "note", "command"]
+              "loops_per_s", "nominal_efficiency", "ns_per_section", "times", "note", "command"]
     with open(outdir / "results.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()

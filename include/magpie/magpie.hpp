@@ -31,13 +31,19 @@ using sched::sync_wait;
 using sched::this_worker_index;
 
 using sync::abandoned_wait;
+using sync::condition_variable;
 using sync::counter;
 using sync::future;
+using sync::mutex;
 using sync::resume_handle;
+using sync::semaphore;
 using sync::set_unobserved_exception_handler;
+using sync::shared_guard;
+using sync::shared_mutex;
 using sync::spawn;
 using sync::suspend;
 using sync::task_group;
+using sync::unique_guard;
 using sync::unobserved_exception_handler;
 
 } // namespace magpie

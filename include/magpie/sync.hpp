@@ -4,7 +4,12 @@
 // without blocking a worker.
 
 #include "magpie/sched.hpp"
+#include "magpie/sync/condition_variable.hpp"
 #include "magpie/sync/counter.hpp"
 #include "magpie/sync/future.hpp"
+#include "magpie/sync/guard.hpp"
+#include "magpie/sync/mutex.hpp"
+#include "magpie/sync/semaphore.hpp"
+#include "magpie/sync/shared_mutex.hpp"
 #include "magpie/sync/suspend.hpp"
 #include "magpie/sync/task_group.hpp"

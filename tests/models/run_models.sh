@@ -95,5 +95,11 @@ check sleep.BUG_NO_LAST_THIEF sleep.pml fail safety -DBUG_NO_LAST_THIEF
 check sleep.BUG_WAKE_NO_LOCK  sleep.pml fail safety -DBUG_WAKE_NO_LOCK
 check sleep.BUG_NO_RECHECK.liveness sleep.pml fail ltl:all_work_done -DBUG_NO_RECHECK
 
+# (d) magpie::mutex's direct hand-off (sync/detail/permits.hpp)
+check mutex                      mutex.pml pass safety
+check mutex.BUG_RELEASE_FIRST    mutex.pml fail safety -DBUG_RELEASE_FIRST
+check mutex.BUG_NO_WAITERS_BIT   mutex.pml fail safety -DBUG_NO_WAITERS_BIT
+check mutex.BUG_FAST_IGNORES_LOCK mutex.pml fail safety -DBUG_FAST_IGNORES_LOCK
+
 echo "${passed} passed, ${failures} failed"
 [ "$failures" = 0 ]

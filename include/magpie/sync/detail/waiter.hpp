@@ -92,6 +92,9 @@ public:
     ++m_size;
   }
 
+  /// The oldest waiter, still queued, or null.
+  waiter *front() const noexcept { return m_head; }
+
   /// The oldest waiter, unlinked, or null.
   waiter *pop() noexcept {
     waiter *w = m_head;
