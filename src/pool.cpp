@@ -52,6 +52,10 @@ private:
 /// A growable ring of queued roots: FIFO, with withdrawal of a recent entry (a tombstone).
 class root_ring {
 public:
+  /// Starts with room for 64 roots, allocated with the pool (so that a warm pool submits roots
+  /// without allocating: tests/core/zero_alloc_test.cpp).
+  root_ring() : m_slots(64) {}
+
   bool empty() const noexcept { return m_live == 0; }
 
   /// May throw std::bad_alloc (growing); then nothing changed.
@@ -93,7 +97,7 @@ public:
 
 private:
   void grow() {
-    std::size_t const n = m_slots.empty() ? 64 : 2 * m_slots.size();
+    std::size_t const n = 2 * m_slots.size();
     std::vector<job *> bigger(n);
     for (std::size_t k = m_head; k != m_tail; ++k) {
       bigger[k - m_head] = m_slots[k & (m_slots.size() - 1)];
@@ -103,7 +107,7 @@ private:
     m_slots.swap(bigger);
   }
 
-  std::vector<job *> m_slots; // size: 0 or a power of two
+  std::vector<job *> m_slots; // size: a power of two
   std::size_t m_head = 0;     // oldest entry (monotonic; masked on access)
   std::size_t m_tail = 0;     // one past the newest
   std::size_t m_live = 0;     // entries that are not tombstones

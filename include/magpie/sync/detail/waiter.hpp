@@ -35,6 +35,7 @@
 #include "magpie/core/context.hpp"
 #include "magpie/core/ext.hpp"
 #include "magpie/core/frame.hpp"
+#include "magpie/sync/suspend.hpp" // abandoned_wait
 
 namespace magpie::sync::detail {
 
