@@ -30,7 +30,12 @@ using sched::sync_wait;
 using sched::this_worker_index;
 
 using sync::abandoned_wait;
+using sync::barrier;
+using sync::channel;
+using sync::event;
+using sync::latch;
 using sync::resume_handle;
+using sync::send_status;
 using sync::suspend;
 
 } // namespace magpie

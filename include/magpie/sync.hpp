@@ -5,3 +5,7 @@
 
 #include "magpie/sched.hpp"
 #include "magpie/sync/suspend.hpp"
+#include "magpie/sync/barrier.hpp"
+#include "magpie/sync/channel.hpp"
+#include "magpie/sync/event.hpp"
+#include "magpie/sync/latch.hpp"
