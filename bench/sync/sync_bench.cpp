@@ -87,6 +87,9 @@ magpie::task<long> channel_run(magpie::channel<long> *ch, long per_producer) {
   co_await magpie::fork(&r[3], finish_producer, ch, per_producer, per_producer, &producers_done);
   co_await magpie::call(&r[4], closer, ch, &producers_done);
   co_await magpie::join();
+  if (std::getenv("SYNC_BENCH_DEBUG") != nullptr) {
+    std::printf("parts %ld %ld %ld %ld %ld\n", r[0], r[1], r[2], r[3], r[4]);
+  }
   co_return r[0] + r[1] + r[2] + r[3] + r[4];
 }
 

@@ -152,11 +152,14 @@ public:
 
     bool try_now() noexcept { return decide(m_channel->send_locked(*m_value)); }
     bool try_or_enqueue(detail::waiter &w) noexcept {
+      // Set before: once queued (send_locked's unlock), the task may be resumed elsewhere at any
+      // moment and this awaitable must not be touched any more.
+      m_waited = true;
       auto [status, wake] = m_channel->send_locked(*m_value, &w);
       if (status == send_status::full) {
-        m_waited = true;
-        return false;
+        return false; // point of no return
       }
+      m_waited = false;
       return decide({status, wake});
     }
     /// True if the value was sent, false if the channel was closed first.
