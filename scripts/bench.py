@@ -597,7 +597,9 @@ def main(argv: list[str]) -> int:
     micro_ran: list[str] = []
     if not args.no_micro and not only:
         micro_lines = []
-        for name in ["micro_fib_overhead", "micro_magpie"]:
+        # sync_bench and sync_parked_memory (bench/sync): plain binaries that check their answers
+        # and print "ERROR OCCURRED" (exit status 1) on a wrong one, like Google Benchmark.
+        for name in ["micro_fib_overhead", "micro_magpie", "sync_bench", "sync_parked_memory"]:
             exe = bindir / name
             if not exe.exists():
                 missing.append(f"{name} was not built (libbenchmark-dev missing?)")
@@ -616,6 +618,7 @@ def main(argv: list[str]) -> int:
                                 + ("  (timed out)" if res["timed_out"] else ""))
             else:
                 micro_ran.append(name + (" (every fib checked)" if name == "micro_fib_overhead"
+                                         else " (answers checked)" if name.startswith("sync_")
                                          else " (no answers to check)"))
             if (res.get("other_cores") or 0) > NOISE_CORES:
                 text += f"\nWARNING: other processes kept {res['other_cores']:.2f} cores busy during this run\n"

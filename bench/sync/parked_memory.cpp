@@ -71,7 +71,8 @@ bool measure(long n, std::size_t workers) {
   long peak_rss = 0;
   std::thread observer([&] {
     auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (ev.waiting() < static_cast<std::size_t>(n) && std::chrono::steady_clock::now() < deadline) {
+    while (ev.waiting() < static_cast<std::size_t>(n) &&
+           std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     peak_bytes = live_stack_bytes();
@@ -97,7 +98,8 @@ bool measure(long n, std::size_t workers) {
 } // namespace
 
 int main(int argc, char **argv) {
-  long const n = argc > 1 ? std::atol(argv[1]) : 100'000;
+  // Arguments other than a count (the runner's --benchmark_color) are ignored.
+  long const n = argc > 1 && std::atol(argv[1]) > 0 ? std::atol(argv[1]) : 100'000;
   bool ok = measure(n, 1);
   ok = measure(n, 2) && ok;
   std::printf(ok ? "all checks OK\n" : "ERROR OCCURRED: a check failed\n");
