@@ -64,9 +64,17 @@ TEST_P(event_test, auto_reset_releases_one_waiter_per_set) {
   EXPECT_FALSE(ev.is_set());
 }
 
-task<long> record_order(int i, event *ev, std::vector<int> *order) {
+struct order_log {
+  std::vector<std::atomic<int>> slots;
+  std::atomic<int> next{0};
+  explicit order_log(int n) : slots(static_cast<std::size_t>(n)) {}
+  std::size_t size() const { return static_cast<std::size_t>(next.load()); }
+};
+
+task<long> record_order(int i, event *ev, order_log *order) {
   co_await ev->wait();
-  order->push_back(i); // auto-reset: one waiter runs at a time (the next set() comes after us)
+  order->slots[static_cast<std::size_t>(order->next.load())].store(i);
+  order->next.fetch_add(1); // auto-reset: one waiter at a time (the next set() comes after us)
   co_return 0;
 }
 
@@ -75,8 +83,8 @@ TEST_P(event_test, auto_reset_hands_off_in_fifo_order) {
     GTEST_SKIP() << "queue order equals fork order only when one worker starts the children";
   }
   event ev(event::reset::automatic);
-  std::vector<int> order;
   int const n = 16;
+  order_log order(n);
   side_thread setter([&] {
     ASSERT_TRUE(wait_until([&] { return ev.waiting() == static_cast<std::size_t>(n); }));
     for (int i = 0; i < n; ++i) {
@@ -86,11 +94,10 @@ TEST_P(event_test, auto_reset_hands_off_in_fifo_order) {
       EXPECT_EQ(before - 1, ev.waiting());
     }
   });
-  m_sched.run(fork_n<decltype(&record_order), event *, std::vector<int> *>, n, &record_order, &ev,
-              &order);
+  m_sched.run(fork_n<decltype(&record_order), event *, order_log *>, n, &record_order, &ev, &order);
   ASSERT_EQ(order.size(), static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
-    EXPECT_EQ(order[static_cast<std::size_t>(i)], i);
+    EXPECT_EQ(order.slots[static_cast<std::size_t>(i)].load(), i);
   }
 }
 

@@ -71,23 +71,20 @@ public:
     if ((m_word.load(std::memory_order_acquire) & set_bit) != 0) {
       return;
     }
+    bool const automatic = m_auto; // read now: after unlock_with the event may be gone
     m_word.lock();
-    detail::waiter *wake = nullptr;
-    if (m_auto) {
-      wake = m_waiters.pop();
-    } else {
-      wake = m_waiters.take_all();
-    }
-    bool const publish = !m_auto || wake == nullptr;
+    detail::waiter *wake = automatic ? m_waiters.pop() : m_waiters.take_all();
+    bool const publish = !automatic || wake == nullptr;
     // release (inside unlock_with): our writes → the waiters' fast-path acquire, and → the
     // released waiters (the lock's next holder, or their resumption through the executor).
+    // The last touch of the event: from here on only locals and the taken waiters.
     m_word.unlock_with([publish](auto v) { return publish ? (v | set_bit) : v; });
-    if (m_auto) {
+    if (automatic) {
       if (wake != nullptr) {
         detail::release(wake); // one waiter: its m_next_waiter is stale (pop does not clear it)
       }
     } else {
-      detail::release_all(wake); // touches the waiters only, never the event
+      detail::release_all(wake);
     }
   }
 
