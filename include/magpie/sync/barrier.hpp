@@ -55,22 +55,10 @@ public:
   barrier &operator=(barrier const &) = delete;
 
   /// Releases every task and thread still waiting with magpie::abandoned_wait.
-  ~barrier() {
-    m_lock.lock();
-    detail::waiter *all = m_waiters.take_all();
-    m_lock.unlock();
-    if (all != nullptr) {
-      detail::release_all(all, std::make_exception_ptr(abandoned_wait()));
-    }
-  }
+  ~barrier() { detail::abandon_all(m_lock, m_waiters); }
 
   /// How many tasks and threads wait now (a snapshot, for diagnostics and tests).
-  std::size_t waiting() noexcept {
-    m_lock.lock();
-    std::size_t n = m_waiters.size();
-    m_lock.unlock();
-    return n;
-  }
+  std::size_t waiting() noexcept { return detail::locked_size(m_lock, m_waiters); }
 
   /// The awaitable of arrive_and_wait(). Internal.
   struct wait_awaitable : detail::wait_awaitable<wait_awaitable> {

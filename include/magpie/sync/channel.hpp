@@ -68,13 +68,7 @@ public:
   /// Releases every waiting task and thread with magpie::abandoned_wait, then destroys the
   /// buffered values.
   ~channel() {
-    m_lock.lock();
-    detail::waiter *receivers = m_receivers.take_all();
-    detail::waiter *senders = m_senders.take_all();
-    m_lock.unlock();
-    auto const abandoned = std::make_exception_ptr(abandoned_wait());
-    detail::release_all(receivers, abandoned);
-    detail::release_all(senders, abandoned);
+    detail::abandon_all(m_lock, m_receivers, m_senders);
     while (m_count > 0) {
       pop_front();
     }
@@ -104,8 +98,8 @@ public:
 
   /// How many tasks and threads wait to send, and to receive, now (snapshots, for diagnostics and
   /// tests).
-  std::size_t waiting_senders() noexcept { return locked_size(m_senders); }
-  std::size_t waiting_receivers() noexcept { return locked_size(m_receivers); }
+  std::size_t waiting_senders() noexcept { return detail::locked_size(m_lock, m_senders); }
+  std::size_t waiting_receivers() noexcept { return detail::locked_size(m_lock, m_receivers); }
 
   /// Closes the channel: sends from now on fail, waiting senders are released with failure
   /// (their values are not sent), waiting receivers get std::nullopt; values already buffered
@@ -258,13 +252,6 @@ private:
   struct slot {
     alignas(T) unsigned char bytes[sizeof(T)];
   };
-
-  std::size_t locked_size(detail::waiter_queue &q) noexcept {
-    m_lock.lock();
-    std::size_t n = q.size();
-    m_lock.unlock();
-    return n;
-  }
 
   static void release_if(detail::waiter *w) noexcept {
     if (w != nullptr) {

@@ -52,14 +52,7 @@ public:
   event &operator=(event const &) = delete;
 
   /// Releases every task and thread still waiting with magpie::abandoned_wait.
-  ~event() {
-    m_word.lock();
-    detail::waiter *all = m_waiters.take_all();
-    m_word.unlock();
-    if (all != nullptr) {
-      detail::release_all(all, std::make_exception_ptr(abandoned_wait()));
-    }
-  }
+  ~event() { detail::abandon_all(m_word, m_waiters); }
 
   /// Sets the event: manual-reset, releases every waiter; auto-reset, releases the oldest waiter
   /// or, if none, sets the flag. Any thread or task; never blocks (beyond the short lock).
@@ -104,12 +97,7 @@ public:
   bool try_wait() noexcept { return try_pass(); }
 
   /// How many tasks and threads wait now (a snapshot, for diagnostics and tests).
-  std::size_t waiting() noexcept {
-    m_word.lock();
-    std::size_t n = m_waiters.size();
-    m_word.unlock();
-    return n;
-  }
+  std::size_t waiting() noexcept { return detail::locked_size(m_word, m_waiters); }
 
   /// The awaitable of wait(): suspends the task unless the event lets it pass. Internal.
   struct wait_awaitable : detail::wait_awaitable<wait_awaitable> {

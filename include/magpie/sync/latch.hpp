@@ -43,14 +43,7 @@ public:
   latch &operator=(latch const &) = delete;
 
   /// Releases every task and thread still waiting with magpie::abandoned_wait.
-  ~latch() {
-    m_word.lock();
-    detail::waiter *all = m_waiters.take_all();
-    m_word.unlock();
-    if (all != nullptr) {
-      detail::release_all(all, std::make_exception_ptr(abandoned_wait()));
-    }
-  }
+  ~latch() { detail::abandon_all(m_word, m_waiters); }
 
   /// Lowers the count by `n`; at zero, releases every waiter. Any thread or task; never blocks
   /// (beyond the short lock). Throws std::logic_error, changing nothing, if n < 0 or n exceeds
@@ -99,12 +92,7 @@ public:
   }
 
   /// How many tasks and threads wait now (a snapshot, for diagnostics and tests).
-  std::size_t waiting() noexcept {
-    m_word.lock();
-    std::size_t n = m_waiters.size();
-    m_word.unlock();
-    return n;
-  }
+  std::size_t waiting() noexcept { return detail::locked_size(m_word, m_waiters); }
 
   /// The awaitable of wait() and arrive_and_wait(). Internal.
   struct wait_awaitable : detail::wait_awaitable<wait_awaitable> {
