@@ -11,11 +11,14 @@
 // may vanish as soon as its thread returns.
 
 #include <condition_variable>
+#include <cstddef>
 #include <exception>
 #include <mutex>
 #include <utility>
 
+#include "magpie/sync/detail/lock_word.hpp"
 #include "magpie/sync/detail/waiter.hpp"
+#include "magpie/sync/suspend.hpp"
 
 namespace magpie::sync::detail {
 
@@ -64,6 +67,32 @@ inline void release_all(waiter *w, std::exception_ptr const &e = nullptr) noexce
     waiter *next = w->m_next_waiter; // read first: the released waiter may be gone at once
     release(w, e);
     w = next;
+  }
+}
+
+/// The size of a primitive's queue, read under its lock (a snapshot).
+inline std::size_t locked_size(lock_word &lock, waiter_queue const &q) noexcept {
+  lock.lock();
+  std::size_t const n = q.size();
+  lock.unlock();
+  return n;
+}
+
+/// For a primitive's destructor: takes every waiter of `queues` under `lock`, then releases them
+/// all with magpie::abandoned_wait thrown from their waits.
+template <typename... Queues>
+void abandon_all(lock_word &lock, Queues &...queues) noexcept {
+  lock.lock();
+  waiter *lists[] = {queues.take_all()...};
+  lock.unlock();
+  std::exception_ptr abandoned;
+  for (waiter *w : lists) {
+    if (w != nullptr) {
+      if (abandoned == nullptr) {
+        abandoned = std::make_exception_ptr(abandoned_wait());
+      }
+      release_all(w, abandoned);
+    }
   }
 }
 
