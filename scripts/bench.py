@@ -52,6 +52,12 @@ PROBLEMS: dict[str, dict] = {
     "skynet": {"default": ["default"], "paper": ["paper"]},
     "zipf": {"default": ["512", "1024", "2048", "uniform-1024"],
              "paper": ["512", "1024", "2048", "uniform-1024"]},
+    # issue 9: skynet with 10^6 leaves the carb.tasking ways (bench/sync/skynet_tasks.cpp)
+    "skynet-tasks": {"default": ["6"], "paper": ["6"]},
+    # bench/sync: magpie::mutex vs std::mutex (the size names the lock), magpie pools only
+    "mutex": {"default": ["magpie", "std", "magpie-spaced", "std-spaced"],
+              "paper": ["magpie", "std", "magpie-spaced", "std-spaced"],
+              "runtimes": {"magpie-lazy", "magpie-busy"}},
 }
 
 # runtime name -> (binary suffix, extra arguments, problems it applies to or None for all)
@@ -63,8 +69,13 @@ RUNTIMES: dict[str, tuple[str, list[str], set[str] | None]] = {
     "magpie*-busy": ("magpie", ["--pool", "busy", "--star"], {"uts"}),
     "tbb": ("tbb", [], None),
     "omp": ("omp", [], None),
+    "magpie-futures-lazy": ("magpie-futures", ["--pool", "lazy"], {"skynet-tasks"}),
+    "magpie-group-lazy": ("magpie-group", ["--pool", "lazy"], {"skynet-tasks"}),
+    "magpie-counter-lazy": ("magpie-counter", ["--pool", "lazy"], {"skynet-tasks"}),
+    "async": ("async", [], {"skynet-tasks"}),
 }
-DEFAULT_RUNTIMES = ["serial", "magpie-lazy", "magpie-busy", "magpie*-lazy", "tbb", "omp"]
+DEFAULT_RUNTIMES = ["serial", "magpie-lazy", "magpie-busy", "magpie*-lazy", "tbb", "omp",
+                    "magpie-futures-lazy", "magpie-group-lazy", "magpie-counter-lazy", "async"]
 BASELINE = "magpie-lazy"  # the "ratio" column compares with this runtime
 NOISE_CORES = 0.15  # other processes using more than this many cores during a measurement: noisy
 
@@ -255,6 +266,8 @@ def analyse(rows: list[dict]) -> tuple[list[dict], list[str]]:
             if b:
                 r["ratio_time"] = r["median_s"] / b["median_s"]
                 r["ratio_rss"] = r["maxrss_kib"] / b["maxrss_kib"] if b["maxrss_kib"] else None
+            if "sections" in r:  # bench/sync: time per critical section
+                r["ns_per_section"] = r["median_s"] / r["sections"] * 1e9
             if problem == "zipf" and "nominal_loop_s" in r:
                 loops = r["loops_per_rep"]
                 r["loops_per_s"] = loops / r["median_s"]
@@ -283,6 +296,8 @@ def summary_table(rows: list[dict]) -> str:
         extra = ""
         if "loops_per_s" in r:
             extra = f"  ({r['loops_per_s']:.0f} loops/s, nominal eff {r['nominal_efficiency']:.2f})"
+        elif "ns_per_section" in r:
+            extra = f"  ({r['ns_per_section']:.1f} ns per critical section)"
         lines.append([
             r["problem"], r["size"], r["runtime"], str(r["workers"]), fmt_time(r.get("median_s")),
             f"±{r['spread'] * 50:.1f}%" if "spread" in r else "-",
@@ -480,6 +495,8 @@ def main(argv: list[str]) -> int:
             suffix, _, only_for = RUNTIMES[rt]
             if only_for is not None and problem not in only_for:
                 continue
+            if rt not in PROBLEMS[problem].get("runtimes", RUNTIMES):  # a problem for some runtimes
+                continue
             binary = bindir / f"{problem}_{suffix}"
             if not binary.exists():
                 why = f"{binary.name} was not built (its runtime's package is missing?)"
@@ -580,7 +597,7 @@ def main(argv: list[str]) -> int:
         json.dump({"machine": info, "rows": rows}, f, indent=1)
     fields = ["problem", "size", "runtime", "workers", "median_s", "min_s", "max_s", "spread", "reps", "other_cores",
               "speedup", "efficiency", "maxrss_kib", "ratio_time", "ratio_rss", "check", "answer",
-              "loops_per_s", "nominal_efficiency", "times", "note", "command"]
+              "loops_per_s", "nominal_efficiency", "ns_per_section", "times", "note", "command"]
     with open(outdir / "results.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
@@ -597,10 +614,13 @@ def main(argv: list[str]) -> int:
     micro_ran: list[str] = []
     if not args.no_micro and not only:
         micro_lines = []
-        for name in ["micro_fib_overhead", "micro_magpie"]:
+        # sync_bench and sync_parked_memory (bench/sync): plain binaries that check their answers
+        # and print "ERROR OCCURRED" (exit status 1) on a wrong one, like Google Benchmark.
+        for name in ["micro_fib_overhead", "micro_magpie", "sync_latency", "sync_bench",
+                     "sync_parked_memory"]:
             exe = bindir / name
             if not exe.exists():
-                missing.append(f"{name} was not built (libbenchmark-dev missing?)")
+                missing.append(f"{name} was not built" + ("" if name == "sync_latency" else " (libbenchmark-dev missing?)"))
                 print(f"\nMISSING: {missing[-1]}")
                 continue
             print(f"\nmicrobenchmarks: {name}", flush=True)
@@ -616,6 +636,8 @@ def main(argv: list[str]) -> int:
                                 + ("  (timed out)" if res["timed_out"] else ""))
             else:
                 micro_ran.append(name + (" (every fib checked)" if name == "micro_fib_overhead"
+                                         else " (every round trip checked)" if name == "sync_latency"
+                                         else " (answers checked)" if name.startswith("sync_")
                                          else " (no answers to check)"))
             if (res.get("other_cores") or 0) > NOISE_CORES:
                 text += f"\nWARNING: other processes kept {res['other_cores']:.2f} cores busy during this run\n"

@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "magpie/core/config.hpp"
 #include "magpie/core/ext.hpp"
@@ -47,13 +49,184 @@ private:
   std::uint32_t m_s[4];
 };
 
+/// A growable ring of queued roots: FIFO, with withdrawal of a recent entry (a tombstone).
+class root_ring {
+public:
+  /// Starts with room for 64 roots, allocated with the pool (so that a warm pool submits roots
+  /// without allocating: tests/core/zero_alloc_test.cpp).
+  root_ring() : m_slots(64) {}
+
+  bool empty() const noexcept { return m_live == 0; }
+
+  /// May throw std::bad_alloc (growing); then nothing changed.
+  void push(job *j) {
+    if (m_tail - m_head == m_slots.size()) {
+      grow();
+    }
+    m_slots[m_tail++ & (m_slots.size() - 1)] = j;
+    ++m_live;
+  }
+
+  /// The oldest live entry (tombstones are skipped). Precondition: !empty().
+  job *pop() noexcept {
+    for (;;) {
+      job *j = m_slots[m_head++ & (m_slots.size() - 1)];
+      if (j != nullptr) {
+        --m_live;
+        return j;
+      }
+    }
+  }
+
+  /// Removes `j` if it is among the newest `window` entries.
+  bool withdraw(job *j, std::size_t window) noexcept {
+    std::size_t const mask = m_slots.size() - 1;
+    for (std::size_t k = m_tail; k > m_head && m_tail - k < window;) {
+      --k;
+      if (m_slots[k & mask] == j) {
+        m_slots[k & mask] = nullptr;
+        --m_live;
+        while (m_tail > m_head && m_slots[(m_tail - 1) & mask] == nullptr) {
+          --m_tail; // trailing tombstones go at once: the ring does not fill with them
+        }
+        return true;
+      }
+    }
+    return false;
+  }
+
+private:
+  void grow() {
+    std::size_t const n = 2 * m_slots.size();
+    std::vector<job *> bigger(n);
+    for (std::size_t k = m_head; k != m_tail; ++k) {
+      bigger[k - m_head] = m_slots[k & (m_slots.size() - 1)];
+    }
+    m_tail -= m_head;
+    m_head = 0;
+    m_slots.swap(bigger);
+  }
+
+  std::vector<job *> m_slots; // size: a power of two
+  std::size_t m_head = 0;     // oldest entry (monotonic; masked on access)
+  std::size_t m_tail = 0;     // one past the newest
+  std::size_t m_live = 0;     // entries that are not tombstones
+};
+
+/// One worker's jobs that any worker may run: resumed tasks, then new roots by priority (see
+/// sched::priority for the order and the starvation rule; docs/protocols.md §9.2). A mutex guards
+/// the lists: pushes come from any thread, pops from the owner and from idle thieves, one job at
+/// a time (a long job must not hold short ones queued behind it hostage).
+class run_queue {
+public:
+  static constexpr std::size_t levels = 3;              // root levels: one per priority
+  static constexpr std::uint32_t starvation_period = 8; // every 8th root pick goes lower
+  static constexpr std::size_t withdraw_window = 64;    // how far back withdraw_root looks
+
+  /// Any thread: a resumed task. Never throws.
+  void push_resumed(job *j) noexcept {
+    j->m_next = nullptr;
+    std::lock_guard lock(m_mutex);
+    (m_resumed_tail != nullptr ? m_resumed_tail->m_next : m_resumed_head) = j;
+    m_resumed_tail = j;
+    published_push();
+  }
+
+  /// Any thread: a root. May throw std::bad_alloc; then nothing was queued.
+  void push_root(job *j, priority p) {
+    std::lock_guard lock(m_mutex);
+    m_roots[static_cast<std::size_t>(p)].push(j);
+    published_push();
+  }
+
+  /// Any thread: takes `j` back if it is still queued among the newest roots of level `p`.
+  bool withdraw(job *j, priority p) noexcept {
+    std::lock_guard lock(m_mutex);
+    if (!m_roots[static_cast<std::size_t>(p)].withdraw(j, withdraw_window)) {
+      return false;
+    }
+    m_size.store(m_size.load(std::memory_order_relaxed) - 1,
+                 std::memory_order_relaxed); // under the mutex; readers only want a hint
+    return true;
+  }
+
+  /// Any thread: the next job by the order above, or null.
+  job *pop() noexcept {
+    if (m_size.load(std::memory_order_relaxed) == 0) { // a cheap look; the mutex decides
+      return nullptr;
+    }
+    std::lock_guard lock(m_mutex);
+    job *j = nullptr;
+    if (m_resumed_head != nullptr) {
+      j = m_resumed_head;
+      m_resumed_head = j->m_next;
+      if (m_resumed_head == nullptr) {
+        m_resumed_tail = nullptr;
+      }
+      j->m_next = nullptr;
+    } else if (std::size_t const level = pick_root_level(); level != levels) {
+      j = m_roots[level].pop();
+    } else {
+      return nullptr;
+    }
+    m_size.store(m_size.load(std::memory_order_relaxed) - 1,
+                 std::memory_order_relaxed); // under the mutex; readers only want a hint
+    return j;
+  }
+
+  /// Any thread; seq_cst: see published_push.
+  bool empty() const noexcept { return m_size.load(std::memory_order_seq_cst) == 0; }
+
+private:
+  /// Under the mutex, after a push.
+  void published_push() noexcept {
+    // seq_cst: orders this push before the submitter's look for sleepers (pool::wake), and a
+    // would-be sleeper's registration before its look here (work_visible): one of them sees the
+    // other (docs/protocols.md, "Sleep and wake-up"). The mutex publishes the job's contents.
+    m_size.store(m_size.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+  }
+
+  /// Under the mutex: the root level to take from (levels if no root is queued).
+  std::size_t pick_root_level() noexcept {
+    std::size_t top = levels;
+    for (std::size_t l = 0; l < levels; ++l) {
+      if (!m_roots[l].empty()) {
+        top = l;
+        break;
+      }
+    }
+    if (top == levels) {
+      return levels;
+    }
+    if (++m_picks % starvation_period != 0) {
+      return top;
+    }
+    // Starvation rule: this pick goes to a non-empty level below `top`, in rotation.
+    std::size_t lower[levels];
+    std::size_t n = 0;
+    for (std::size_t l = top + 1; l < levels; ++l) {
+      if (!m_roots[l].empty()) {
+        lower[n++] = l;
+      }
+    }
+    return n == 0 ? top : lower[m_rotor++ % n];
+  }
+
+  std::mutex m_mutex;
+  job *m_resumed_head = nullptr; // resumed tasks, FIFO (guarded by m_mutex)
+  job *m_resumed_tail = nullptr;
+  root_ring m_roots[levels]; // guarded by m_mutex
+  std::uint32_t m_picks = 0; // root picks so far (guarded by m_mutex)
+  std::uint32_t m_rotor = 0; // rotation among lower levels (guarded by m_mutex)
+  std::atomic<std::size_t> m_size{0};
+};
+
 struct worker {
   worker(pool *owner, std::size_t index) : ctx(owner, index, owner), random(index + 1) {}
 
   core::context ctx;
   job_queue pinned; // jobs for this worker only (resume_on, resumes aimed at this worker)
-  job_queue ready;  // resumed tasks: run before roots; idle thieves may take them too
-  job_queue roots;  // roots: this worker takes them first, idle thieves may take them too
+  run_queue queued; // resumed tasks, then roots by priority: this worker and idle thieves
   std::atomic<bool> idle{false}; // a hint for choosing where to submit roots
   std::condition_variable cv;    // with pool::m_sleep_mutex
   bool asleep = false;           // guarded by pool::m_sleep_mutex
@@ -134,7 +307,13 @@ pool::~pool() {
     // Roots, submissions from tasks (resume_on) and parked tasks alike: after this wait no
     // submitter touches the pool again, and every job pushed to a queue was pushed before m_stop
     // (§5.1). Tasks parked on a primitive that never releases them keep us waiting: say so once.
-    if (!m_inflight_cv.wait_for(lock, std::chrono::seconds(1), [&] { return m_inflight == 0; })) {
+    // Roots spawned by the pool's own tasks are counted apart (m_local_roots, lock-free); their
+    // last decrement notifies under this mutex, so the predicate cannot miss it.
+    auto const drained = [&] {
+      return m_inflight == 0 && m_local_roots.load(std::memory_order_acquire) == 0; // acquire:
+      // pairs with finish_root's acq_rel decrement (the roots' work is done before we free)
+    };
+    if (!m_inflight_cv.wait_for(lock, std::chrono::seconds(1), drained)) {
       if (m_parked != 0) {
         std::fprintf(stderr,
                      "magpie: a pool's destructor is waiting for %zu suspended task(s): they wait "
@@ -142,7 +321,7 @@ pool::~pool() {
                      "destroying that primitive resumes them with magpie::abandoned_wait\n",
                      m_parked);
       }
-      m_inflight_cv.wait(lock, [&] { return m_inflight == 0; });
+      m_inflight_cv.wait(lock, drained);
     }
   }
   stop_workers();
@@ -208,7 +387,8 @@ void pool::hold() {
   std::lock_guard lock(m_inflight_mutex);
   // While anything is in flight the destructor is still waiting (it reads the count under this
   // mutex), so one more is safe; once it saw zero it may be past its wait.
-  if (m_closing.load(std::memory_order_relaxed) && m_inflight == 0) { // written under this mutex
+  if (m_closing.load(std::memory_order_relaxed) && m_inflight == 0 && // written under this mutex
+      m_local_roots.load(std::memory_order_relaxed) == 0) { // a parked task of a local root: > 0
     throw pool_closed();
   }
   ++m_inflight;
@@ -221,7 +401,7 @@ void pool::resubmit(job *j, std::size_t worker) noexcept {
                "a suspended task was resumed on a worker index its pool does not have");
   if (worker == core::ext::any_worker) {
     worker = choose_worker();
-    m_workers[worker]->ready.push(j); // seq_cst: before the sleepers check in wake()
+    m_workers[worker]->queued.push_resumed(j); // seq_cst: before the sleepers check in wake()
   } else {
     m_workers[worker]->pinned.push(j); // seq_cst: as above
   }
@@ -239,14 +419,57 @@ void pool::unhold() noexcept {
   }
 }
 
-void pool::submit_root(job *j) {
-  open_submission(); // held until finish_root(), after the root has completed
-  std::size_t const index = choose_worker();
-  m_workers[index]->roots.push(j); // seq_cst: before the sleepers check in wake()
-  wake(index);
+std::size_t pool::submit_root(job *j, priority p, bool *local) {
+  bool const own = is_worker_thread();
+  if (own) {
+    // A task of ours spawning: its own root is in flight, so the destructor is still waiting
+    // and accepts this one too, even while closing (a spawned task that spawns more is waited
+    // for). relaxed: the task that spawns is itself counted until after this increment (its
+    // root's decrement comes later in the counter's modification order).
+    m_local_roots.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    // Counted in flight until finish_root(), after the root has completed.
+    std::lock_guard lock(m_inflight_mutex);
+    // Once closing, a submission from elsewhere is refused.
+    if (m_closing.load(std::memory_order_relaxed)) { // written under this mutex
+      throw pool_closed();
+    }
+    ++m_inflight;
+  }
+  if (local != nullptr) {
+    *local = own;
+  }
+  // A task spawning keeps the job local (thieves take it if we stay busy), and wakes nobody:
+  // while we run tasks at least one thief is awake (docs/protocols.md §6).
+  std::size_t const index = own ? core::this_context()->index() : choose_worker();
+  try {
+    m_workers[index]->queued.push_root(j, p); // seq_cst: before the sleepers check in wake()
+  } catch (...) {
+    finish_root(own); // nothing was queued
+    throw;
+  }
+  if (!own) {
+    wake(index);
+  }
+  return index;
 }
 
-void pool::finish_root() noexcept { close_submission(); }
+bool pool::withdraw_root(job *j, std::size_t worker, priority p) noexcept {
+  return m_workers[worker]->queued.withdraw(j, p);
+}
+
+void pool::finish_root(bool local) noexcept {
+  if (!local) {
+    close_submission();
+    return;
+  }
+  // acq_rel: release publishes the root's work to the destructor's acquire; acquire orders the
+  // other roots' decrements before our notify.
+  if (m_local_roots.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    std::lock_guard lock(m_inflight_mutex); // the destructor checks the count under this mutex
+    m_inflight_cv.notify_all(); // under the lock: the destructor cannot free the cv before this
+  }
+}
 
 void pool::submit_to(std::size_t index, job *j) noexcept {
   m_workers[index]->pinned.push(j); // seq_cst: before the sleepers check in wake()
@@ -324,22 +547,14 @@ bool pool::run_jobs(detail::worker &w) {
     run_batch(w, pinned);
     return true;
   }
-  return run_one(w, w.ready, w.ready) || run_one(w, w.roots, w.roots);
+  return run_queued(w, w);
 }
 
-bool pool::run_one(detail::worker &w, job_queue &from, job_queue &rest_to) {
-  job *j = from.take_all();
+bool pool::run_queued(detail::worker &w, detail::worker &from) {
+  job *j = from.queued.pop(); // one job: the rest stay where idle thieves can take them
   if (j == nullptr) {
     return false;
   }
-  // Run the oldest; give the rest back to our own queue, where idle thieves can still take them
-  // while this one runs (a long job must not hold short ones hostage).
-  for (job *rest = j->m_next; rest != nullptr;) {
-    job *next = rest->m_next;
-    rest_to.push(rest);
-    rest = next;
-  }
-  j->m_next = nullptr;
   run_batch(w, j);
   return true;
 }
@@ -354,8 +569,7 @@ bool pool::try_steal(detail::worker &w) {
   detail::worker &v = *m_workers[victim];
   auto stolen = v.ctx.thief().steal();
   if (!stolen) {
-    if (stolen.status == core::steal_status::empty &&
-        (run_one(w, v.ready, w.ready) || run_one(w, v.roots, w.roots))) {
+    if (stolen.status == core::steal_status::empty && run_queued(w, v)) {
       return true; // the victim is busy with something else: we run its queued work
     }
     w.ctx.bump(core::counter::steal_fails);
@@ -377,7 +591,7 @@ bool pool::work_visible(detail::worker const &w) const noexcept {
   }
   for (auto const &other : m_workers) {
     // seq_cst loads: hints, but fresh ones (see protocols §6)
-    if (!other->ctx.tasks().empty() || !other->ready.empty() || !other->roots.empty()) {
+    if (!other->ctx.tasks().empty() || !other->queued.empty()) {
       return true;
     }
   }

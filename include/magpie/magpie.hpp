@@ -25,12 +25,30 @@ using sched::inline_scheduler;
 using sched::lazy_pool;
 using sched::pool;
 using sched::pool_closed;
+using sched::priority;
 using sched::resume_on;
 using sched::sync_wait;
 using sched::this_worker_index;
 
 using sync::abandoned_wait;
+using sync::barrier;
+using sync::channel;
+using sync::condition_variable;
+using sync::counter;
+using sync::event;
+using sync::future;
+using sync::latch;
+using sync::mutex;
 using sync::resume_handle;
+using sync::semaphore;
+using sync::send_status;
+using sync::set_unobserved_exception_handler;
+using sync::shared_guard;
+using sync::shared_mutex;
+using sync::spawn;
 using sync::suspend;
+using sync::task_group;
+using sync::unique_guard;
+using sync::unobserved_exception_handler;
 
 } // namespace magpie

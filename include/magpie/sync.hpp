@@ -4,4 +4,16 @@
 // without blocking a worker.
 
 #include "magpie/sched.hpp"
+#include "magpie/sync/barrier.hpp"
+#include "magpie/sync/channel.hpp"
+#include "magpie/sync/condition_variable.hpp"
+#include "magpie/sync/counter.hpp"
+#include "magpie/sync/event.hpp"
+#include "magpie/sync/future.hpp"
+#include "magpie/sync/guard.hpp"
+#include "magpie/sync/latch.hpp"
+#include "magpie/sync/mutex.hpp"
+#include "magpie/sync/semaphore.hpp"
+#include "magpie/sync/shared_mutex.hpp"
 #include "magpie/sync/suspend.hpp"
+#include "magpie/sync/task_group.hpp"

@@ -95,5 +95,20 @@ check sleep.BUG_NO_LAST_THIEF sleep.pml fail safety -DBUG_NO_LAST_THIEF
 check sleep.BUG_WAKE_NO_LOCK  sleep.pml fail safety -DBUG_WAKE_NO_LOCK
 check sleep.BUG_NO_RECHECK.liveness sleep.pml fail ltl:all_work_done -DBUG_NO_RECHECK
 
+# (d) magpie::mutex's direct hand-off (sync/detail/permits.hpp)
+check mutex                      mutex.pml pass safety
+check mutex.BUG_RELEASE_FIRST    mutex.pml fail safety -DBUG_RELEASE_FIRST
+check mutex.BUG_NO_WAITERS_BIT   mutex.pml fail safety -DBUG_NO_WAITERS_BIT
+check mutex.BUG_FAST_IGNORES_LOCK mutex.pml fail safety -DBUG_FAST_IGNORES_LOCK
+# (d) suspension: a resume that arrives before the suspension has finished (the phase CAS), and
+#     waiting on a primitive (park, then enqueue under the lock; set() publishes and unlocks at once)
+check suspend                          suspend.pml pass safety
+check suspend.BUG_RESUBMIT_NO_CAS      suspend.pml fail safety -DBUG_RESUBMIT_NO_CAS
+check suspend.BUG_STORE_NOT_CAS        suspend.pml fail safety -DBUG_STORE_NOT_CAS
+check waiter                           waiter.pml  pass safety
+check waiter.BUG_ENQUEUE_BEFORE_PARK   waiter.pml  fail safety -DBUG_ENQUEUE_BEFORE_PARK
+check waiter.BUG_NO_RECHECK            waiter.pml  fail safety -DBUG_NO_RECHECK
+check waiter.BUG_PUBLISH_THEN_UNLOCK   waiter.pml  fail safety -DBUG_PUBLISH_THEN_UNLOCK
+
 echo "${passed} passed, ${failures} failed"
 [ "$failures" = 0 ]

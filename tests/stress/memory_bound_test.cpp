@@ -1,6 +1,7 @@
 // tests/stress/memory_bound_test.cpp — the stack-memory bound M_P ≤ (2c+3)·P·M_1 (the libfork
 // paper's Theorem 2), measured on fib, on a deep chain, and on an adversarial tree that forces
-// steals of deep tasks, at P = 1…8.
+// steals of deep tasks, at P = 1…8; and fib beside 2,000 tasks parked on an event (the bound
+// holds for the fork–join part; the parked tasks hold only their own small stacklets).
 //
 // Definitions (what is measured and what c is):
 //
@@ -253,6 +254,103 @@ TEST(memory_bound, AdversarialStolenSpine) {
       EXPECT_GE(steals, static_cast<std::uint64_t>(depth)) << "at P = " << pool.size();
     }
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// With tasks parked (issue 9, item 6): K tasks wait on an event, on the same pool, for the whole
+// run. A parked task holds only its own stacklets (one hand-off chain: a first stacklet of
+// stack::handoff_capacity + header = 1 KiB); the fork–join part of the program must still obey
+// the bound, charged with everything but what the parked tasks provably hold:
+// M_P = peak − (bytes live before the pool) − K · (one hand-off stacklet). The workers' chains and
+// the waiting root's chain are charged to the fork–join part (conservative).
+
+magpie::task<long> parked_waiter(magpie::event *ev) {
+  co_await ev->wait();
+  co_return 1;
+}
+
+magpie::task<long> park_many(magpie::event *ev, int k) {
+  std::vector<long> out(static_cast<std::size_t>(k));
+  for (int i = 0; i < k; ++i) {
+    co_await magpie::fork(&out[static_cast<std::size_t>(i)], parked_waiter, ev);
+  }
+  co_await magpie::join();
+  long sum = 0;
+  for (long v : out) {
+    sum += v;
+  }
+  co_return sum;
+}
+
+struct parked_measurement {
+  measurement fork_join;    // peak above the parked state, hand-offs
+  std::size_t parked_bytes; // stacklet bytes the parked tasks (and the waiting root) hold
+};
+
+parked_measurement measure_with_parked(std::size_t workers, int k, int n) {
+  parked_measurement m{};
+  auto const live_before = magpie::core::get_stack_stats().bytes_live;
+  {
+    magpie::busy_pool pool(workers);
+    magpie::event ev;
+    long parked_sum = 0;
+    std::thread holder([&] { parked_sum = magpie::sync_wait(pool, park_many, &ev, k); });
+    auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (ev.waiting() < static_cast<std::size_t>(k) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    EXPECT_EQ(ev.waiting(), static_cast<std::size_t>(k));
+    auto const live_parked = magpie::core::get_stack_stats().bytes_live;
+    m.parked_bytes = live_parked - live_before;
+    std::uint64_t handoffs_before = 0;
+    for (auto const &st : pool.stats()) {
+      handoffs_before += st.handoffs;
+    }
+    magpie::core::reset_stack_peak();
+    long const r = magpie::sync_wait(pool, fib, n);
+    m.fork_join.peak = magpie::core::get_stack_stats().bytes_peak - live_before -
+                       static_cast<std::size_t>(k) * (stack::handoff_capacity + sizeof(stacklet));
+    for (auto const &st : pool.stats()) {
+      m.fork_join.steals += st.steals;
+      m.fork_join.handoffs += st.handoffs;
+    }
+    m.fork_join.handoffs -= handoffs_before;
+    EXPECT_EQ(r, magpie::test::serial_fib(n));
+    ev.set();
+    holder.join();
+    EXPECT_EQ(parked_sum, k);
+  }
+  EXPECT_EQ(magpie::core::get_stack_stats().bytes_live, live_before) << "stacklets leaked";
+  return m;
+}
+
+TEST(memory_bound, FibBesideParkedTasks) {
+  int const n = sanitized ? 20 : 25;
+  int const k = sanitized ? 200 : 2000;
+  std::size_t const per_parked = stack::handoff_capacity + sizeof(stacklet);
+  parked_measurement const one = measure_with_parked(1, k, n);
+  ASSERT_GT(one.fork_join.peak, 0u);
+  std::printf("  fib beside %d parked tasks: M_1 = %zu bytes; parked tasks hold %.1f bytes each\n",
+              k, one.fork_join.peak, static_cast<double>(one.parked_bytes) / k);
+  for (std::size_t p = 1; p <= 4; ++p) {
+    parked_measurement const mp = measure_with_parked(p, k, n);
+    double const ratio = static_cast<double>(mp.fork_join.peak) /
+                         (static_cast<double>(p) * static_cast<double>(one.fork_join.peak));
+    double const env = envelope(p, one.fork_join.peak, mp.fork_join.handoffs);
+    std::printf("    P=%zu  M_P = %9zu bytes  hand-offs = %6llu  M_P/(P*M_1) = %6.2f  "
+                "M_P/envelope = %4.2f  parked: %.1f bytes/task\n",
+                p, mp.fork_join.peak, static_cast<unsigned long long>(mp.fork_join.handoffs), ratio,
+                static_cast<double>(mp.fork_join.peak) / env,
+                static_cast<double>(mp.parked_bytes) / k);
+    EXPECT_LE(ratio, bound) << "P=" << p;
+    EXPECT_LE(static_cast<double>(mp.fork_join.peak), env) << "P=" << p;
+    // Parked tasks hold their own hand-off chains and nothing more: one small first stacklet each,
+    // plus the waiting root's and the workers' chains (at most 3 first stacklets per worker).
+    EXPECT_LE(mp.parked_bytes, static_cast<std::size_t>(k) * per_parked + 3 * (p + 1) * s0)
+        << "P=" << p;
+  }
+  std::fflush(stdout);
 }
 
 } // namespace

@@ -70,6 +70,9 @@ public:
   /// Number of workers.
   std::size_t workers() const noexcept { return m_ops->workers(*this); }
 
+  /// True if this executor was built with `ops` (how a scheduler recognises its own kind).
+  bool implemented_by(operations const &ops) const noexcept { return m_ops == &ops; }
+
 protected:
   /// Binds the scheduler's implementation (`ops` must outlive the executor).
   explicit executor(operations const &ops) noexcept : m_ops(&ops) {}

@@ -42,6 +42,18 @@ public:
 /// Whether idle workers spin or sleep.
 enum class idle_policy : std::uint8_t { busy, lazy };
 
+/// The priority of a root task (a spawned task, a task group's child, a sync_wait root): which
+/// queued job a worker starts next. Forked and called children are never queued — they start at
+/// once, on their parent's worker — so they run at their parent's priority.
+///
+/// Order in which a worker (and a thief, on its victim's queue) picks submitted work: jobs pinned
+/// to it (resume_on), then resumed tasks (tasks that waited and were woken), then new roots, high
+/// before normal before low, FIFO within a level. Starvation rule: every 8th root a queue hands
+/// out comes, in rotation, from a non-empty level below the highest non-empty one (its oldest
+/// job); so a queued job behind m older jobs of its own level starts within 16·(m + 1) root
+/// picks of its queue, however much higher-priority work keeps arriving (docs/protocols.md §9.2).
+enum class priority : std::uint8_t { high, normal, low };
+
 namespace detail {
 struct worker;
 }
@@ -64,11 +76,23 @@ public:
   /// Whether idle workers spin or sleep.
   idle_policy policy() const noexcept { return m_policy; }
 
-  /// Hands a root job to some worker, preferring an idle one. Throws pool_closed once the
-  /// destructor has begun. Counts the job as in flight until `finish_root()`.
-  void submit_root(job *j);
-  /// Called once per submit_root, by the submitter, after the root has completed.
-  void finish_root() noexcept;
+  /// Hands a root job to some worker, preferring an idle one, at priority `p` (see `priority`).
+  /// From one of this pool's own workers the job goes to that worker's queue (where idle thieves
+  /// may take it). Throws pool_closed once the destructor has begun, except from a task of this
+  /// pool while the pool still drains its work (a spawned task that spawns more is waited for
+  /// too). Counts the job as in flight until `finish_root(*local)`: `*local` (if given) tells
+  /// whether it was a submission from one of this pool's workers, counted lock-free. Returns the
+  /// index of the worker whose queue holds the job (for withdraw_root).
+  std::size_t submit_root(job *j, priority p = priority::normal, bool *local = nullptr);
+
+  /// Takes a root job back from worker `worker`'s queue, where submit_root(j, p) put it, if it
+  /// is still there and among the 64 newest of its priority (a spawned task that its reader ran
+  /// itself). True if it was taken back: it will not run. Does not end the in-flight count
+  /// (finish_root still must be called). Any thread.
+  bool withdraw_root(job *j, std::size_t worker, priority p) noexcept;
+  /// Called once per submit_root, by the submitter, after the root has completed; `local` as
+  /// submit_root reported it (false for submissions from outside the pool, e.g. sync_wait).
+  void finish_root(bool local = false) noexcept;
 
   /// Counts one submission from a task (resume_on) as in flight: the destructor waits for it.
   /// Throws pool_closed once the destructor has begun. Each call must be followed by exactly one
@@ -107,6 +131,15 @@ public:
     return c != nullptr && c->owner() == this;
   }
 
+  /// The pool whose worker runs the calling thread (a task's own pool), or null on any other
+  /// thread (a plain thread, or a worker of the inline scheduler).
+  static pool *current() noexcept {
+    core::context *c = core::this_context();
+    core::executor *home = c != nullptr ? c->home() : nullptr;
+    return home != nullptr && home->implemented_by(executor_operations) ? static_cast<pool *>(home)
+                                                                        : nullptr;
+  }
+
   /// Per-worker counters (a racy snapshot; exact once the pool is idle).
   std::vector<core::worker_stats> stats() const;
 
@@ -117,7 +150,7 @@ private:
   void run(detail::worker &w);
   bool try_steal(detail::worker &w);
   bool run_jobs(detail::worker &w);
-  bool run_one(detail::worker &w, job_queue &from, job_queue &rest_to);
+  bool run_queued(detail::worker &w, detail::worker &from);
   void run_batch(detail::worker &w, job *j);
   void idle(detail::worker &w);
   bool work_visible(detail::worker const &w) const noexcept;
@@ -144,6 +177,7 @@ private:
   std::condition_variable m_inflight_cv;
   std::size_t m_inflight = 0; // roots, submissions from tasks, and parked tasks (holds)
   std::size_t m_parked = 0;   // of which parked tasks (for the destructor's diagnostic)
+  alignas(64) std::atomic<std::size_t> m_local_roots{0}; // roots submitted by our own tasks
 };
 
 /// A pool whose idle workers keep looking for work.

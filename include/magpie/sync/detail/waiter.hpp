@@ -35,6 +35,7 @@
 #include "magpie/core/context.hpp"
 #include "magpie/core/ext.hpp"
 #include "magpie/core/frame.hpp"
+#include "magpie/sync/suspend.hpp" // abandoned_wait
 
 namespace magpie::sync::detail {
 
@@ -91,6 +92,9 @@ public:
     m_tail = w;
     ++m_size;
   }
+
+  /// The oldest waiter, still queued, or null.
+  waiter *front() const noexcept { return m_head; }
 
   /// The oldest waiter, unlinked, or null.
   waiter *pop() noexcept {

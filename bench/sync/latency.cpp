@@ -1,0 +1,161 @@
+// sync_latency — how long a task waits to start, and its reader to see it finish, in ns:
+//   spawn→start  from the submitting thread's clock read before the call to the task's first
+//                clock read (steady_clock, comparable across cores);
+//   finish→get   from the task's last clock read to the return of the reader's get()/join()/
+//                wait() on the submitting thread.
+// Magpie on a one-worker lazy_pool that is idle (its worker asleep) and on a one-worker
+// busy_pool (its worker spinning), against std::thread, std::async(launch::async) and oneTBB
+// task_group::run (an arena of main + 1 worker; its wait() may run the task itself). One worker
+// so that the submitter and the worker each have a core of this 2-core machine. Each row: the
+// median and the 90th percentile of `--reps` (default 2000) round trips, each checked.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "magpie/magpie.hpp"
+
+#if MAGPIE_BENCH_HAVE_TBB
+#  include <tbb/global_control.h>
+#  include <tbb/task_arena.h>
+#  include <tbb/task_group.h>
+#endif
+
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct stamps {
+  std::int64_t start = 0;
+  std::int64_t end = 0;
+};
+
+struct row {
+  std::string name;
+  std::vector<std::int64_t> to_start, to_get;
+  int bad = 0;
+};
+
+std::int64_t pct(std::vector<std::int64_t> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
+}
+
+template <typename Once, typename Before>
+row measure(std::string name, int reps, Once once, Before before) {
+  row r{std::move(name), {}, {}, 0};
+  for (int i = -reps / 10; i < reps; ++i) { // the first tenth warms up
+    before();                               // untimed
+    stamps s;
+    std::int64_t const t0 = now_ns();
+    int const v = once(s, i);
+    std::int64_t const t2 = now_ns();
+    r.bad += v != i ? 1 : 0;
+    if (i >= 0) {
+      r.to_start.push_back(s.start - t0);
+      r.to_get.push_back(t2 - s.end);
+    }
+  }
+  return r;
+}
+
+magpie::task<int> stamped(stamps *s, int v) {
+  s->start = now_ns();
+  s->end = now_ns();
+  co_return v;
+}
+
+int stamped_plain(stamps *s, int v) {
+  s->start = now_ns();
+  s->end = now_ns();
+  return v;
+}
+
+row magpie_row(char const *name, magpie::pool &pool, int reps) {
+  if (pool.policy() == magpie::idle_policy::lazy) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50)); // let the worker fall asleep
+  }
+  return measure(
+      name, reps, [&](stamps &s, int i) { return magpie::spawn(pool, stamped, &s, i).get(); },
+      [&] {
+        if (pool.policy() == magpie::idle_policy::lazy) {
+          // Idle again: a lazy worker yields for a while, then sleeps (~1 ms covers both).
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      });
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int reps = 2000;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--reps") {
+      reps = std::atoi(argv[i + 1]);
+    }
+  }
+  std::vector<row> rows;
+  {
+    magpie::lazy_pool lazy(1);
+    rows.push_back(magpie_row("magpie::spawn, idle lazy_pool(1)", lazy, reps));
+  }
+  {
+    magpie::busy_pool busy(1);
+    rows.push_back(magpie_row("magpie::spawn, busy_pool(1)", busy, reps));
+  }
+  rows.push_back(measure(
+      "std::thread", reps,
+      [](stamps &s, int i) {
+        int v = -1;
+        std::thread t([&] { v = stamped_plain(&s, i); });
+        t.join();
+        return v;
+      },
+      [] {}));
+  rows.push_back(measure(
+      "std::async(launch::async)", reps,
+      [](stamps &s, int i) { return std::async(std::launch::async, stamped_plain, &s, i).get(); },
+      [] {}));
+#if MAGPIE_BENCH_HAVE_TBB
+  {
+    tbb::global_control threads(tbb::global_control::max_allowed_parallelism, 2);
+    tbb::task_arena arena(2);
+    rows.push_back(arena.execute([&] {
+      return measure(
+          "tbb::task_group::run (arena of 2)", reps,
+          [](stamps &s, int i) {
+            int v = -1;
+            tbb::task_group g;
+            g.run([&] { v = stamped_plain(&s, i); });
+            g.wait();
+            return v;
+          },
+          [] {});
+    }));
+  }
+#endif
+  int bad = 0;
+  std::printf("%-38s %14s %14s %14s %14s\n", "latency, ns (median / p90)", "spawn->start", "p90",
+              "finish->get", "p90");
+  for (auto const &r : rows) {
+    std::printf("%-38s %14lld %14lld %14lld %14lld%s\n", r.name.c_str(),
+                static_cast<long long>(pct(r.to_start, 0.5)),
+                static_cast<long long>(pct(r.to_start, 0.9)),
+                static_cast<long long>(pct(r.to_get, 0.5)),
+                static_cast<long long>(pct(r.to_get, 0.9)), r.bad != 0 ? "  WRONG ANSWERS" : "");
+    bad += r.bad;
+  }
+  std::printf("(%d round trips per row after %d warm-up; answers %s)\n", reps, reps / 10,
+              bad == 0 ? "checked: all correct" : "WRONG");
+  return bad == 0 ? 0 : 1;
+}

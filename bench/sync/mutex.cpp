@@ -1,0 +1,61 @@
+// mutex — magpie tasks contending for one lock: magpie::mutex (sizes `magpie…`) or std::mutex
+// (sizes `std…`). See mutex_problem.hpp.
+#include <cstdint>
+#include <mutex>
+
+#include "common/magpie_runtime.hpp"
+#include "sync/mutex_problem.hpp"
+
+namespace {
+
+struct shared_state {
+  magpie::mutex magpie_lock;
+  std::mutex std_lock;
+  std::int64_t counter = 0; // guarded by the lock under test
+  mutex_problem::size const *z = nullptr;
+};
+
+magpie::task<void> worker_task(shared_state *s) {
+  auto const &z = *s->z;
+  for (std::int64_t i = 0; i < mutex_problem::per_task(z); ++i) {
+    if (z.kind == mutex_problem::lock_kind::magpie) {
+      auto g = co_await s->magpie_lock.scoped_lock();
+      mutex_problem::spin(z.work_in);
+      ++s->counter;
+    } else {
+      std::lock_guard g(s->std_lock);
+      mutex_problem::spin(z.work_in);
+      ++s->counter;
+    }
+    mutex_problem::spin(z.work_out);
+  }
+}
+
+magpie::task<void> fan_out(shared_state *s, int lo, int hi) {
+  if (hi - lo == 1) {
+    co_await magpie::call(worker_task, s);
+    co_return;
+  }
+  int const mid = lo + (hi - lo) / 2;
+  co_await magpie::fork(fan_out, s, lo, mid);
+  co_await magpie::call(fan_out, s, mid, hi);
+  co_await magpie::join();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  auto const o = bench::parse_options(argc, argv);
+  auto const &z = mutex_problem::find(o.size);
+  bench::magpie_runtime rt(o);
+  return bench::measure(
+      o, mutex_problem::name, rt.name(),
+      [&] {
+        shared_state s;
+        s.z = &z;
+        rt.run(fan_out, &s, 0, z.tasks);
+        return s.counter;
+      },
+      [&](std::int64_t r) { return mutex_problem::check(r, z); },
+      {{"sections", std::to_string(mutex_problem::per_task(z) * z.tasks)}});
+}

@@ -1,0 +1,221 @@
+// bench/sync/sync_bench.cpp — costs of tasks that wait, with checked answers:
+//
+//   channel     ns per element through a magpie::channel<long>: 2 producer and 2 consumer tasks
+//               on a 2-worker pool (both workers send and receive), sum of what was received
+//               checked against the sum sent.
+//   event_rt    a suspend→resume round trip through auto-reset events on ONE worker: two tasks
+//               ping-pong (each waits on its event, then sets the other's); one round trip = one
+//               task suspended on wait() and resumed by the other's set(). Rounds counted and
+//               checked.
+//   cv_rt       the same ping-pong between two std::threads with a std::mutex and a
+//               std::condition_variable (one hand-off = one round trip).
+//
+// Prints one line per benchmark: name, median ns, min, max over --reps runs (default 7), and
+// "check OK" (exit status 1 if any check fails). Usage: sync_bench [--reps N] [--quick]
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "magpie/magpie.hpp"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+bool g_ok = true;
+
+struct series {
+  std::vector<double> ns;
+  void report(char const *name, char const *unit) {
+    std::sort(ns.begin(), ns.end());
+    std::printf("%-10s median %8.1f %s   min %8.1f   max %8.1f   (%zu runs)   check %s\n", name,
+                ns[ns.size() / 2], unit, ns.front(), ns.back(), ns.size(), g_ok ? "OK" : "FAIL");
+    std::fflush(stdout);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// channel throughput
+
+magpie::task<long> producer(magpie::channel<long> *ch, long from, long count) {
+  for (long v = from; v < from + count; ++v) {
+    if (!co_await ch->send(v)) {
+      co_return -1;
+    }
+  }
+  co_return 0;
+}
+
+magpie::task<long> consumer(magpie::channel<long> *ch, magpie::latch *consumers_left) {
+  long sum = 0;
+  while (std::optional<long> v = co_await ch->receive()) {
+    sum += *v;
+  }
+  consumers_left->count_down();
+  co_return sum;
+}
+
+magpie::task<long> closer(magpie::channel<long> *ch, magpie::latch *producers_done) {
+  co_await producers_done->wait();
+  ch->close();
+  co_return 0;
+}
+
+magpie::task<long> finish_producer(magpie::channel<long> *ch, long from, long count,
+                                   magpie::latch *producers_done) {
+  long r = 0;
+  co_await magpie::call(&r, producer, ch, from, count);
+  producers_done->count_down();
+  co_return r;
+}
+
+magpie::task<long> channel_run(magpie::channel<long> *ch, long per_producer) {
+  magpie::latch producers_done(2);
+  magpie::latch consumers_left(2);
+  long r[5] = {};
+  co_await magpie::fork(&r[0], consumer, ch, &consumers_left);
+  co_await magpie::fork(&r[1], consumer, ch, &consumers_left);
+  co_await magpie::fork(&r[2], finish_producer, ch, 0L, per_producer, &producers_done);
+  co_await magpie::fork(&r[3], finish_producer, ch, per_producer, per_producer, &producers_done);
+  co_await magpie::call(&r[4], closer, ch, &producers_done);
+  co_await magpie::join();
+  if (std::getenv("SYNC_BENCH_DEBUG") != nullptr) {
+    std::printf("parts %ld %ld %ld %ld %ld\n", r[0], r[1], r[2], r[3], r[4]);
+  }
+  co_return r[0] + r[1] + r[2] + r[3] + r[4];
+}
+
+void bench_channel(int reps, long per_producer, std::size_t capacity) {
+  magpie::busy_pool pool(2);
+  series s;
+  long const n = 2 * per_producer;
+  for (int rep = 0; rep <= reps; ++rep) { // rep 0: warm-up
+    magpie::channel<long> ch(capacity);
+    auto t0 = clock_type::now();
+    long sum = magpie::sync_wait(pool, channel_run, &ch, per_producer);
+    auto t1 = clock_type::now();
+    if (sum != n * (n - 1) / 2) {
+      std::printf("channel: wrong sum %ld (expected %ld)\n", sum, n * (n - 1) / 2);
+      g_ok = false;
+    }
+    if (rep > 0) {
+      s.ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() /
+                     static_cast<double>(n));
+    }
+  }
+  char name[32];
+  std::snprintf(name, sizeof name, "channel%zu", capacity);
+  s.report(name, "ns/element (2 producers + 2 consumers, 2 workers)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// suspend→resume round trip through events, one worker
+
+magpie::task<long> ping(magpie::event *mine, magpie::event *other, long rounds, bool first) {
+  long n = 0;
+  for (long i = 0; i < rounds; ++i) {
+    if (first) {
+      other->set();
+      co_await mine->wait();
+    } else {
+      co_await mine->wait();
+      other->set();
+    }
+    ++n;
+  }
+  co_return n;
+}
+
+magpie::task<long> ping_pong(long rounds) {
+  magpie::event a(magpie::event::reset::automatic);
+  magpie::event b(magpie::event::reset::automatic);
+  long x = 0;
+  long y = 0;
+  co_await magpie::fork(&x, ping, &b, &a, rounds, false);
+  co_await magpie::call(&y, ping, &a, &b, rounds, true);
+  co_await magpie::join();
+  co_return x + y;
+}
+
+void bench_event(int reps, long rounds) {
+  magpie::busy_pool pool(1);
+  series s;
+  for (int rep = 0; rep <= reps; ++rep) {
+    auto t0 = clock_type::now();
+    long n = magpie::sync_wait(pool, ping_pong, rounds);
+    auto t1 = clock_type::now();
+    if (n != 2 * rounds) {
+      std::printf("event_rt: %ld rounds (expected %ld)\n", n, 2 * rounds);
+      g_ok = false;
+    }
+    if (rep > 0) {
+      s.ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() /
+                     static_cast<double>(2 * rounds));
+    }
+  }
+  s.report("event_rt", "ns per suspend->resume (1 worker)");
+}
+
+void bench_cv(int reps, long rounds) {
+  series s;
+  for (int rep = 0; rep <= reps; ++rep) {
+    std::mutex m;
+    std::condition_variable cv;
+    long turn = 0; // even: thread A's turn, odd: B's
+    long done_a = 0;
+    long done_b = 0;
+    auto player = [&](long parity, long *done) {
+      for (long i = 0; i < rounds; ++i) {
+        std::unique_lock lock(m);
+        cv.wait(lock, [&] { return turn % 2 == parity; });
+        ++turn;
+        ++*done;
+        cv.notify_one();
+      }
+    };
+    auto t0 = clock_type::now();
+    std::thread a(player, 0L, &done_a);
+    std::thread b(player, 1L, &done_b);
+    a.join();
+    b.join();
+    auto t1 = clock_type::now();
+    if (done_a + done_b != 2 * rounds || turn != 2 * rounds) {
+      std::printf("cv_rt: wrong count\n");
+      g_ok = false;
+    }
+    if (rep > 0) {
+      s.ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() /
+                     static_cast<double>(2 * rounds));
+    }
+  }
+  s.report("cv_rt", "ns per hand-off (std::thread + condition_variable)");
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int reps = 7;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      reps = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } // other arguments (the runner's --benchmark_color) are ignored
+  }
+  long const scale = quick ? 10 : 1;
+  bench_channel(reps, 1'000'000 / scale, 1024);
+  bench_channel(reps, 1'000'000 / scale, 64);
+  bench_event(reps, 1'000'000 / scale);
+  bench_cv(reps, 200'000 / scale);
+  std::printf(g_ok ? "all checks OK\n" : "ERROR OCCURRED: a check failed\n");
+  return g_ok ? 0 : 1;
+}

@@ -1,0 +1,247 @@
+#pragma once
+// magpie/sync/counter.hpp — a count that tasks and threads wait to see reach zero, and tasks
+// spawned against it (carb.tasking's Counter).
+//
+//   magpie::counter c;
+//   for (int i = 0; i < n; ++i) magpie::spawn(pool, c, work, i);  // c.add(1) each; -1 when done
+//   co_await c.wait();        // in a task: suspends until the count is zero
+//   c.wait();                 // on a plain thread: blocks until then
+//
+// A counter collects no results and no exceptions: an exception escaping a task spawned against
+// it goes to the unobserved-exception handler (set_unobserved_exception_handler); use a
+// task_group to get the first one rethrown. add()/count_down() may also be called by hand (a
+// countdown latch that can be re-armed). Waiters are released whenever the count reaches zero;
+// a count_down below zero is a misuse, checked always. Destroying a counter fails the tasks
+// still waiting on it with magpie::abandoned_wait; a plain thread must not be waiting then.
+// Protocol: docs/protocols.md §9.3.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <utility>
+
+#include "magpie/core/config.hpp"
+#include "magpie/core/context.hpp"
+#include "magpie/core/frame.hpp"
+#include "magpie/sched/pool.hpp"
+#include "magpie/sync/detail/spawned.hpp"
+#include "magpie/sync/detail/waiter.hpp"
+#include "magpie/sync/suspend.hpp"
+
+namespace magpie::sync {
+
+class counter;
+class task_group;
+
+namespace detail {
+
+/// `co_await x.wait()` for a counter or a task group: waits for the count to reach zero, then
+/// `Owner::after_wait()` (a group rethrows its first exception).
+template <typename Owner>
+struct zero_awaitable : wait_awaitable<zero_awaitable<Owner>> {
+  Owner *m_owner = nullptr;
+  bool try_now() noexcept;
+  bool try_or_enqueue(waiter &w);
+  void resume_value() { m_owner->after_wait(); }
+};
+
+/// What x.wait() returns: inside a task, co_await it (it must be); on a plain thread, wait()
+/// has already waited and the request is empty.
+template <typename Owner>
+class zero_request {
+public:
+  using magpie_awaitable = void;
+
+  explicit zero_request(Owner *o) noexcept : m_owner(o) {}
+  zero_request(zero_request &&o) noexcept : m_owner(std::exchange(o.m_owner, nullptr)) {}
+  zero_request &operator=(zero_request &&) = delete;
+  ~zero_request() {
+    MAGPIE_CHECK(m_owner == nullptr, "magpie: wait() on a counter or task_group inside a task "
+                                     "returns a request that must be co_awaited: write "
+                                     "`co_await x.wait();`");
+  }
+
+  zero_awaitable<Owner> magpie_bind(core::frame_base &self) && {
+    zero_awaitable<Owner> a;
+    a.m_owner = std::exchange(m_owner, nullptr);
+    return bind_waiter(std::move(a), self);
+  }
+
+private:
+  Owner *m_owner;
+};
+
+/// The state of a task spawned against a counter (and maybe a group): only the job owns it.
+struct counted_state : spawned {
+  static constexpr bool keeps_value = false;
+  struct init {
+    sched::pool *pool;
+    counter *count;
+    task_group *group; ///< where an exception goes, or null (the unobserved handler)
+  };
+  explicit counted_state(init const &i) noexcept
+      : spawned(*i.pool, 1), m_count(i.count), m_group(i.group) {}
+
+protected:
+  void finished() noexcept override; // below, once counter and task_group are complete
+
+private:
+  counter *m_count;
+  task_group *m_group;
+};
+
+} // namespace detail
+
+/// A count that tasks (`co_await c.wait()`) and threads (`c.wait()`) wait to see reach zero.
+/// Thread-safe: any thread may add, count down and wait at once. Not copyable or movable.
+class counter {
+public:
+  /// Starts at `initial`.
+  explicit counter(std::size_t initial = 0) noexcept : m_count(initial) {}
+  counter(counter const &) = delete;
+  counter &operator=(counter const &) = delete;
+  /// Fails the tasks still waiting with magpie::abandoned_wait. Waits for a count_down that is
+  /// releasing waiters to finish doing so. No plain thread may be waiting.
+  ~counter() {
+    detail::waiter *all = nullptr;
+    {
+      std::lock_guard lock(m_mutex); // a count_down at zero holds it: wait until it has left
+      all = m_waiters.take_all();
+    }
+    detail::wake_all(all, std::make_exception_ptr(abandoned_wait()));
+  }
+
+  /// Adds `n` to the count. Any thread. Adding to a zero count re-arms it (later waiters wait).
+  void add(std::size_t n = 1) noexcept {
+    // relaxed: the count_downs that follow order themselves after it through the RMW chain.
+    m_count.fetch_add(n, std::memory_order_relaxed);
+  }
+
+  /// Subtracts `n`; at zero releases every waiter. Any thread. What the caller did before
+  /// happens-before the return of each wait that sees zero. Going below zero aborts (always on).
+  void count_down(std::size_t n = 1) noexcept {
+    std::size_t c = m_count.load(std::memory_order_relaxed);
+    while (c > n) {
+      // release: publishes the caller's writes to whoever sees zero (the RMW chain carries it).
+      if (m_count.compare_exchange_weak(c, c - n, std::memory_order_release,
+                                        std::memory_order_relaxed)) {
+        return;
+      }
+    }
+    // Possibly the last: reach zero only under the lock, so that a waiter who sees zero (and may
+    // destroy us) finds us done with every field once it gets the lock (see the destructor).
+    detail::waiter *all = nullptr;
+    {
+      std::lock_guard lock(m_mutex);
+      // acq_rel: acquire collects every earlier count_down's writes (their release sequences);
+      // release hands them on to the waiters' acquire loads.
+      std::size_t const before = m_count.fetch_sub(n, std::memory_order_acq_rel);
+      MAGPIE_CHECK(before >= n, "magpie::counter::count_down below zero: more count_downs than "
+                                "adds (or spawns)");
+      if (before != n) {
+        return; // an add() came in between: not zero after all
+      }
+      ++m_zeros;
+      all = m_waiters.take_all();
+      m_cv.notify_all(); // under the lock: a blocked thread cannot miss it
+    }
+    detail::wake_all(all); // touches only the waiters (in their frames), not us
+  }
+
+  /// The current count (a snapshot).
+  std::size_t value() const noexcept {
+    return m_count.load(std::memory_order_acquire); // acquire: a zero seen here is as in wait()
+  }
+
+  /// Inside a task: `co_await c.wait()` suspends until the count is zero (not at all if it is).
+  /// On a plain thread: `c.wait()` blocks until then. Inside a task the result must be
+  /// co_awaited (checked at run time).
+  detail::zero_request<counter> wait() {
+    if (core::this_context() == nullptr) {
+      block();
+      return detail::zero_request<counter>(nullptr);
+    }
+    return detail::zero_request<counter>(this);
+  }
+
+private:
+  template <typename>
+  friend struct detail::zero_awaitable;
+  friend class task_group;
+
+  void block() {
+    std::unique_lock lock(m_mutex);
+    std::uint64_t const zeros = m_zeros;
+    // The count reaches zero only under this mutex, so a zero that comes and goes while we
+    // sleep still bumps m_zeros.
+    m_cv.wait(lock,
+              [&] { return m_zeros != zeros || m_count.load(std::memory_order_relaxed) == 0; });
+  }
+
+  counter &zero_count() noexcept { return *this; }
+  bool is_zero() const noexcept { return value() == 0; }
+
+  bool enqueue_unless_zero(detail::waiter &w) {
+    std::lock_guard lock(m_mutex);
+    if (m_count.load(std::memory_order_acquire) == 0) { // acquire: as in value()
+      return true;
+    }
+    m_waiters.push(&w); // point of no return once the lock is released
+    return false;
+  }
+
+  void after_wait() const noexcept {}
+
+  std::atomic<std::size_t> m_count;
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  detail::waiter_queue m_waiters; // guarded by m_mutex
+  std::uint64_t m_zeros = 0;      // times the count reached zero (guarded by m_mutex)
+};
+
+namespace detail {
+template <typename Owner>
+bool zero_awaitable<Owner>::try_now() noexcept {
+  return m_owner->zero_count().is_zero();
+}
+template <typename Owner>
+bool zero_awaitable<Owner>::try_or_enqueue(waiter &w) {
+  return m_owner->zero_count().enqueue_unless_zero(w);
+}
+
+/// spawn against a counter (and a group, for its exceptions).
+template <typename Fn, typename... Args>
+void spawn_counted(sched::pool &p, sched::priority prio, counter &c, task_group *g, Fn &&fn,
+                   Args &&...args) {
+  static_assert(check_spawnable<Fn, Args...>());
+  c.add(1); // before the task can finish
+  try {
+    launch<counted_state>(p, prio, counted_state::init{&p, &c, g}, std::forward<Fn>(fn),
+                          std::forward<Args>(args)...);
+  } catch (...) {
+    c.count_down(1);
+    throw;
+  }
+}
+} // namespace detail
+
+/// Starts `fn(args...)` as in spawn(pool, prio, fn, args...), counted by `c`: `c.add(1)` now,
+/// `c.count_down()` when the task has completed (after its arguments were destroyed). Its value
+/// is discarded; its exception goes to the unobserved-exception handler. `c` must outlive the
+/// task. Throws as spawn does (then `c` is unchanged).
+template <typename Fn, typename... Args>
+void spawn(sched::pool &pool, sched::priority prio, counter &c, Fn &&fn, Args &&...args) {
+  detail::spawn_counted(pool, prio, c, nullptr, std::forward<Fn>(fn), std::forward<Args>(args)...);
+}
+
+/// As spawn(pool, priority::normal, c, fn, args...).
+template <typename Fn, typename... Args>
+void spawn(sched::pool &pool, counter &c, Fn &&fn, Args &&...args) {
+  detail::spawn_counted(pool, sched::priority::normal, c, nullptr, std::forward<Fn>(fn),
+                        std::forward<Args>(args)...);
+}
+
+} // namespace magpie::sync

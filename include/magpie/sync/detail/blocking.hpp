@@ -1,0 +1,99 @@
+#pragma once
+// magpie/sync/detail/blocking.hpp — plain threads in a primitive's waiter queue.
+//
+// The primitives that plain threads may wait on (event::wait_blocking, latch, barrier, channel)
+// queue a thread in the same FIFO as their tasks, so hand-off order is one order for both. A
+// thread's `blocking_waiter` lives on its own stack and is a `waiter` whose task handle is empty
+// (a task waiter's handle is set by park before it is queued); `release` and `release_all`
+// dispatch on that: a task is resubmitted to its pool, a thread is notified under the waiter's
+// own mutex. The thread returns only after it has seen `m_done` under that mutex, which the waker
+// set and released last: the waker touches nothing of the waiter after its unlock, so the waiter
+// may vanish as soon as its thread returns.
+
+#include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <mutex>
+#include <utility>
+
+#include "magpie/sync/detail/lock_word.hpp"
+#include "magpie/sync/detail/waiter.hpp"
+#include "magpie/sync/suspend.hpp"
+
+namespace magpie::sync::detail {
+
+/// A plain thread waiting in a primitive's queue. Lives on the waiting thread's stack.
+struct blocking_waiter : waiter {
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  bool m_done = false; ///< guarded by m_mutex
+
+  /// Blocks the calling thread until released; rethrows what release stored with the wake.
+  void block() {
+    {
+      std::unique_lock lock(m_mutex);
+      // The mutex: release's store of m_done (and of m_error, m_slot before it) happens-before
+      // our read of it here.
+      m_cv.wait(lock, [this] { return m_done; });
+    }
+    rethrow_if_failed();
+  }
+
+  void notify() noexcept {
+    std::lock_guard lock(m_mutex);
+    m_done = true;
+    m_cv.notify_one(); // under the mutex: the waiter cannot return (and free m_cv) before unlock
+  }
+};
+
+/// Wakes one waiter taken from a queue: a task is resubmitted to its pool, a thread is notified.
+/// If `e` is set the waiter's wait throws it. Point of no return: touch nothing of `w` after.
+inline void release(waiter *w, std::exception_ptr e = nullptr) noexcept {
+  if (w->m_task) {
+    if (e != nullptr) {
+      w->fail(std::move(e));
+    } else {
+      w->wake();
+    }
+  } else {
+    w->m_error = std::move(e);
+    static_cast<blocking_waiter *>(w)->notify();
+  }
+}
+
+/// release() for every waiter of a list returned by waiter_queue::take_all().
+inline void release_all(waiter *w, std::exception_ptr const &e = nullptr) noexcept {
+  while (w != nullptr) {
+    waiter *next = w->m_next_waiter; // read first: the released waiter may be gone at once
+    release(w, e);
+    w = next;
+  }
+}
+
+/// The size of a primitive's queue, read under its lock (a snapshot).
+inline std::size_t locked_size(lock_word &lock, waiter_queue const &q) noexcept {
+  lock.lock();
+  std::size_t const n = q.size();
+  lock.unlock();
+  return n;
+}
+
+/// For a primitive's destructor: takes every waiter of `queues` under `lock`, then releases them
+/// all with magpie::abandoned_wait thrown from their waits.
+template <typename... Queues>
+void abandon_all(lock_word &lock, Queues &...queues) noexcept {
+  lock.lock();
+  waiter *lists[] = {queues.take_all()...};
+  lock.unlock();
+  std::exception_ptr abandoned;
+  for (waiter *w : lists) {
+    if (w != nullptr) {
+      if (abandoned == nullptr) {
+        abandoned = std::make_exception_ptr(abandoned_wait());
+      }
+      release_all(w, abandoned);
+    }
+  }
+}
+
+} // namespace magpie::sync::detail

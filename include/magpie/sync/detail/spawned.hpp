@@ -1,0 +1,345 @@
+#pragma once
+// magpie/sync/detail/spawned.hpp — what futures, task groups and counters share: a task started
+// as a root job on a pool, whose state (the callable and its decay-copied arguments, the anchor
+// of its result) lives on the heap, reference-counted between the pool's job and the reader.
+//
+// Life of a spawned task (docs/protocols.md §9.1):
+//   1. spawn: the state is allocated with two references (the job's, the reader's), the callable
+//      and the arguments are decay-copied into it, and the job is submitted as a root
+//      (pool::submit_root counts it in flight).
+//   2. claim: whoever first moves `m_claim` away from `unclaimed` runs the task — the pool's
+//      worker running the job (`started`: the task starts as a root), or a task of the same pool
+//      that awaits the future before the job ran (`helped`: the task runs as its called child,
+//      on the waiting worker, at once). The loser does nothing (the job just drops its reference).
+//   3. complete (exactly once, by the runner): the callable and the arguments are destroyed, the
+//      kind-specific `finished()` publishes the result (a future) or counts down (a group), then
+//      pool::finish_root ends the in-flight count.
+//   4. release: the last reference frees the state; an exception nobody read is reported to the
+//      unobserved-exception handler first (never lost silently).
+
+#include <atomic>
+#include <coroutine>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "magpie/core/config.hpp"
+#include "magpie/core/context.hpp"
+#include "magpie/core/ext.hpp"
+#include "magpie/core/fork.hpp"
+#include "magpie/core/frame.hpp"
+#include "magpie/core/task.hpp"
+#include "magpie/sched/pool.hpp"
+
+namespace magpie::sync {
+
+/// Called with an exception that a spawned task threw and that nobody will ever read: its future
+/// was destroyed unread (before or after the task finished), a counter's task threw, or a
+/// task_group was destroyed holding an exception that no wait() rethrew. Must not throw. Runs on
+/// the thread that drops the last reference (a worker, or the thread destroying the future).
+using unobserved_exception_handler = void (*)(std::exception_ptr) noexcept;
+
+namespace detail {
+
+/// The default handler: one line on stderr with the exception's what().
+inline void print_unobserved(std::exception_ptr e) noexcept {
+  try {
+    std::rethrow_exception(std::move(e));
+  } catch (std::exception const &x) {
+    std::fprintf(stderr, "magpie: a spawned task's exception was never read: %s\n", x.what());
+  } catch (...) {
+    std::fprintf(stderr, "magpie: a spawned task's exception was never read (not a "
+                         "std::exception)\n");
+  }
+}
+
+inline std::atomic<unobserved_exception_handler> unobserved_handler{&print_unobserved};
+
+inline void report_unobserved(std::exception_ptr e) noexcept {
+  // acquire: pairs with set_unobserved_exception_handler's release (the handler's own state).
+  unobserved_handler.load(std::memory_order_acquire)(std::move(e));
+}
+
+} // namespace detail
+
+/// Replaces the handler of unread exceptions (see unobserved_exception_handler) and returns the
+/// previous one. Null restores the default, which prints the exception's what() to stderr. Any
+/// thread; a report already running may still use the old handler.
+inline unobserved_exception_handler
+set_unobserved_exception_handler(unobserved_exception_handler h) noexcept {
+  // acq_rel: release publishes the new handler's state to reporters; acquire returns the old one.
+  return detail::unobserved_handler.exchange(h != nullptr ? h : &detail::print_unobserved,
+                                             std::memory_order_acq_rel);
+}
+
+namespace detail {
+
+/// `std::ref(x)` passes `x` by reference; everything else is decay-copied (as std::thread does).
+template <typename A>
+using stored_t = std::decay_t<A>;
+template <typename S>
+struct passed {
+  using type = S &&;
+};
+template <typename T>
+struct passed<std::reference_wrapper<T>> {
+  using type = T &;
+};
+/// How a stored argument reaches the task: a moved copy, or the referent of a reference_wrapper.
+template <typename S>
+using passed_t = typename passed<S>::type;
+
+template <typename S>
+passed_t<S> pass(S &s) noexcept {
+  if constexpr (std::is_same_v<passed_t<S>, S &&>) {
+    return std::move(s);
+  } else {
+    return s.get();
+  }
+}
+
+template <typename T>
+inline constexpr bool dependent_false_v = false;
+
+/// The compile-time checks of spawn(fn, args...), each with what to do.
+template <typename Fn, typename... Args>
+consteval bool check_spawnable() {
+  using F = stored_t<Fn>;
+  if constexpr (!std::is_constructible_v<F, Fn> ||
+                !(std::is_constructible_v<stored_t<Args>, Args> && ...)) {
+    static_assert(dependent_false_v<Fn>,
+                  "magpie::spawn: the callable and the arguments are copied into the task's state "
+                  "(as std::thread does): pass std::move(x) for a move-only object, or std::ref(x) "
+                  "to pass a reference (which must then outlive the task)");
+  } else if constexpr (!std::is_invocable_v<F &&, passed_t<stored_t<Args>>...>) {
+    static_assert(dependent_false_v<Fn>,
+                  "magpie::spawn: fn cannot be called with these arguments once they are "
+                  "decay-copied (a non-const lvalue reference parameter needs std::ref(x)); check "
+                  "their number and types against fn's parameters");
+  } else if constexpr (!core::async_function<F &&, passed_t<stored_t<Args>>...>) {
+    static_assert(dependent_false_v<Fn>,
+                  "magpie::spawn: fn must be an async function (a coroutine returning "
+                  "magpie::task<T>); to run a plain function, wrap it in one");
+  } else {
+    using T = core::async_result_t<F &&, passed_t<stored_t<Args>>...>;
+    static_assert(std::is_void_v<T> || (std::default_initializable<T> && std::movable<T>),
+                  "magpie::spawn: the task's value type must be default-constructible and "
+                  "movable (the task assigns its result into the state; the reader moves it out)");
+  }
+  return true;
+}
+
+template <typename Fn, typename... Args>
+using spawn_result_t = core::async_result_t<stored_t<Fn> &&, passed_t<stored_t<Args>>...>;
+
+/// The type-erased state of a spawned task. See the top of this file.
+struct spawned : core::job, core::root_block {
+  enum claim_state : std::uint8_t { unclaimed, started, helped };
+
+  explicit spawned(sched::pool &p, std::uint32_t refs) noexcept : m_pool(&p), m_refs(refs) {
+    m_run = &run_job;
+    m_on_complete = &root_completed;
+  }
+  spawned(spawned const &) = delete;
+  spawned &operator=(spawned const &) = delete;
+  virtual ~spawned() = default;
+
+  /// Drops one reference; the last one reports an unread exception and frees the state.
+  void release() noexcept {
+    // acq_rel: release publishes this owner's writes (the result, the reader's take) to the last
+    // owner; acquire, if we are last, makes every other owner's writes visible before the free.
+    if (m_refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      if (has_exception()) [[unlikely]] {
+        report_unobserved(take_exception());
+      }
+      delete this;
+    }
+  }
+
+  /// A waiting task of the same pool tries to run the task itself (helping). True if it won.
+  bool claim_for_help() noexcept {
+    claim_state expected = unclaimed;
+    // acq_rel: exactly one of the job and the helpers wins; no data is handed over by it (the
+    // state's contents reached both through the submission and the future respectively).
+    return m_claim.load(std::memory_order_relaxed) == unclaimed &&
+           m_claim.compare_exchange_strong(expected, helped, std::memory_order_acq_rel,
+                                           std::memory_order_relaxed);
+  }
+
+  /// Completion, exactly once, by whoever ran the task (see the top of this file). After
+  /// `finished()` the reader may free everything but what our own reference keeps.
+  void complete() noexcept {
+    drop_call();
+    sched::pool *const p = m_pool; // read first: finished() may let the reader go on
+    finished();
+    p->finish_root(m_local); // the pool's destructor may proceed once this returns
+  }
+
+  /// Inside the await_suspend of a task that won claim_for_help(): creates the task as a called
+  /// child of `waiter` and returns its coroutine to transfer to; or, if creating it threw (an
+  /// argument's move, the stack's growth), stores the exception and returns null.
+  virtual std::coroutine_handle<> call_from(core::frame_base &waiter) noexcept = 0;
+
+  /// After claim_for_help(): takes the pool's job back from its queue if it is still there (it
+  /// then never runs), dropping the job's reference at once instead of when the job would run.
+  void withdraw_job() noexcept {
+    if (m_pool->withdraw_root(this, m_queue_worker, m_priority)) {
+      release(); // the job's reference (the caller holds another: this never frees)
+    }
+  }
+
+  sched::pool *m_pool;
+  std::size_t m_queue_worker = 0; ///< where submit_root queued the job (futures only)
+  sched::priority m_priority = sched::priority::normal;
+  bool m_local = false; ///< submitted by a worker of m_pool (see pool::submit_root)
+
+protected:
+  /// Creates the task on `worker`'s stack and starts it as a root anchored here.
+  virtual void start(core::context &worker) noexcept = 0;
+  /// Destroys the stored callable and arguments.
+  virtual void drop_call() noexcept = 0;
+  /// The kind-specific end: publish the result, or count down.
+  virtual void finished() noexcept = 0;
+
+private:
+  static void run_job(core::job *j, core::context &worker) noexcept {
+    auto *self = static_cast<spawned *>(j);
+    claim_state expected = unclaimed;
+    // acq_rel: as in claim_for_help.
+    if (!self->m_claim.compare_exchange_strong(expected, started, std::memory_order_acq_rel,
+                                               std::memory_order_relaxed)) {
+      self->release(); // a waiting task ran it: nothing left to do but drop the job's reference
+      return;
+    }
+    self->start(worker);
+  }
+
+  static void root_completed(core::root_block *b) noexcept {
+    auto *self = static_cast<spawned *>(b);
+    self->complete();
+    self->release(); // the job's reference
+  }
+
+  std::atomic<std::uint32_t> m_refs;
+  std::atomic<claim_state> m_claim{unclaimed};
+};
+
+/// The part of the state that knows the callable: `Base` (a future's state, a counted child)
+/// plus the stored callable and arguments, destroyed at completion.
+template <typename Base, typename Fn, typename... Args>
+class spawned_call final : public Base {
+public:
+  using value_type = core::async_result_t<Fn &&, passed_t<Args>...>;
+
+  template <typename F, typename... A>
+  spawned_call(typename Base::init const &init, F &&fn, A &&...args) : Base(init) {
+    m_call.emplace(std::forward<F>(fn), std::forward<A>(args)...); // may throw: spawn throws
+  }
+
+  std::coroutine_handle<> call_from(core::frame_base &waiter) noexcept override {
+    try {
+      auto bound = std::apply(
+          [&](Fn &fn, Args &...args) {
+            if constexpr (std::is_void_v<value_type> || !Base::keeps_value) {
+              return core::call(std::move(fn), pass(args)...).magpie_bind(waiter);
+            } else {
+              return core::call(this->target(), std::move(fn), pass(args)...).magpie_bind(waiter);
+            }
+          },
+          *m_call);
+      return bound.await_suspend(std::noop_coroutine()); // the child's coroutine
+    } catch (...) {
+      this->store_exception(std::current_exception());
+      return {};
+    }
+  }
+
+private:
+  void start(core::context &worker) noexcept override {
+    core::detail::promise<value_type> *child = nullptr;
+    try {
+      child = std::apply(
+          [&](Fn &fn, Args &...args) {
+            return core::detail::create_task(std::move(fn), std::forward_as_tuple(pass(args)...));
+          },
+          *m_call);
+    } catch (...) { // an argument's move or the stack's growth threw: the reader gets it
+      this->store_exception(std::current_exception());
+      this->m_on_complete(this);
+      return;
+    }
+    if constexpr (std::is_void_v<value_type>) {
+      core::ext::start_root(child, this, worker, static_cast<void *>(nullptr));
+    } else if constexpr (!Base::keeps_value) {
+      core::ext::start_root(child, this, worker, static_cast<value_type *>(nullptr)); // discarded
+    } else {
+      core::ext::start_root(child, this, worker, this->target());
+    }
+  }
+
+  void drop_call() noexcept override { m_call.reset(); }
+
+  std::optional<std::tuple<Fn, Args...>> m_call;
+};
+
+/// One reference to a spawned state, released on destruction. Move-only.
+template <typename State>
+class state_ref {
+public:
+  state_ref() noexcept = default;
+  explicit state_ref(State *s) noexcept : m_state(s) {}
+  state_ref(state_ref &&o) noexcept : m_state(std::exchange(o.m_state, nullptr)) {}
+  state_ref &operator=(state_ref &&o) noexcept {
+    if (this != &o) {
+      reset();
+      m_state = std::exchange(o.m_state, nullptr);
+    }
+    return *this;
+  }
+  ~state_ref() { reset(); }
+
+  void reset() noexcept {
+    if (State *s = std::exchange(m_state, nullptr)) {
+      s->release();
+    }
+  }
+  State *get() const noexcept { return m_state; }
+  State *operator->() const noexcept { return m_state; }
+  State &operator*() const noexcept { return *m_state; }
+  explicit operator bool() const noexcept { return m_state != nullptr; }
+
+private:
+  State *m_state = nullptr;
+};
+
+/// Allocates the state of `fn(args...)` over `Base` (constructed from `init`) and submits its
+/// job to `p` at priority `prio`. Returns the state. If anything throws (a copy, the allocation,
+/// pool_closed), nothing was submitted and nothing leaks.
+template <typename Base, typename Fn, typename... Args>
+Base *launch(sched::pool &p, sched::priority prio, typename Base::init const &init, Fn &&fn,
+             Args &&...args) {
+  using state = spawned_call<Base, stored_t<Fn>, stored_t<Args>...>;
+  auto *s = new state(init, std::forward<Fn>(fn), std::forward<Args>(args)...);
+  s->m_priority = prio;
+  s->m_local = p.is_worker_thread(); // as submit_root will find: written before the job can run
+  std::size_t worker = 0;
+  try {
+    worker = p.submit_root(s, prio); // may throw pool_closed
+  } catch (...) {
+    delete s;
+    throw;
+  }
+  if constexpr (Base::keeps_value) {
+    // The reader's reference keeps the state alive; only the reader (after we return) reads it.
+    s->m_queue_worker = worker;
+  }
+  return s;
+}
+
+} // namespace detail
+} // namespace magpie::sync

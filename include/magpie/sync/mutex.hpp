@@ -1,0 +1,134 @@
+#pragma once
+// magpie/sync/mutex.hpp — a mutex on which tasks suspend instead of blocking their worker.
+//
+//   magpie::mutex m;
+//   {
+//     auto guard = co_await m.scoped_lock();  // suspends the task (not the worker) while held
+//     ...                                     // the critical section; may co_await anything
+//   }                                         // unlocked here, also when an exception leaves
+//
+// Policy: direct hand-off, FIFO. unlock() with tasks (or threads) queued passes ownership to the
+// oldest of them without ever marking the mutex free, so nobody can barge in between and no
+// waiter starves; only one waiter is woken per unlock (no thundering herd). A lock that finds the
+// mutex free and nobody queued takes it with one CAS and does not suspend.
+// Protocol and proof sketch: docs/protocols.md §9.4; model: docs/models/mutex.pml.
+
+#include <cstddef>
+#include <mutex>
+#include <stdexcept>
+#include <utility>
+
+#include "magpie/core/config.hpp"
+#include "magpie/core/frame.hpp"
+#include "magpie/sync/detail/permits.hpp"
+#include "magpie/sync/detail/waiter.hpp"
+#include "magpie/sync/guard.hpp"
+
+namespace magpie::sync {
+
+/// A mutual-exclusion lock for tasks (and, blocking, for plain threads), with FIFO direct
+/// hand-off (see the top of this file).
+///
+/// Ownership is not tied to a thread: a task holding the mutex may move between workers (it
+/// resumes wherever it is woken), so the mutex records no owner, and unlock() may be called by
+/// whoever holds it logically. It is not recursive: a holder that locks again waits for itself
+/// forever. Every member may be called concurrently from any thread or task.
+///
+/// Destroying a mutex while tasks or threads wait for it makes their lock throw
+/// magpie::abandoned_wait (they never got it); destroying it while it is held is otherwise fine
+/// for the mutex, but the holder must not unlock it afterwards.
+///
+/// Cost: an uncontended lock or unlock is one CAS; a contended lock suspends the task (one park
+/// and, when its turn comes, one resubmission to its pool); a contended unlock takes a short
+/// internal spin lock and wakes exactly one waiter.
+class mutex {
+public:
+  /// An unlocked mutex.
+  mutex() noexcept = default;
+  mutex(mutex const &) = delete;
+  mutex &operator=(mutex const &) = delete;
+  /// Releases every task and thread still waiting with magpie::abandoned_wait.
+  ~mutex() = default;
+
+  /// What lock() returns; co_await it in a magpie task.
+  struct [[nodiscard("co_await it")]] lock_request {
+    using magpie_awaitable = void;
+    mutex *m_mutex;
+    detail::take_awaitable magpie_bind(core::frame_base &self) && {
+      detail::take_awaitable a;
+      a.m_permits = &m_mutex->m_permits;
+      return detail::bind_waiter(std::move(a), self);
+    }
+  };
+
+  /// The awaitable of scoped_lock(): lock, then hand the lock to a guard. Internal.
+  struct guard_awaitable : detail::wait_awaitable<guard_awaitable> {
+    mutex *m_mutex = nullptr;
+    bool try_now() noexcept { return m_mutex->m_permits.try_take(); }
+    bool try_or_enqueue(detail::waiter &w) noexcept {
+      return m_mutex->m_permits.take_or_enqueue(w);
+    }
+    unique_guard<mutex> resume_value() const noexcept { return {*m_mutex, std::adopt_lock}; }
+  };
+
+  /// What scoped_lock() returns; co_await it in a magpie task.
+  struct [[nodiscard("co_await it")]] scoped_lock_request {
+    using magpie_awaitable = void;
+    mutex *m_mutex;
+    guard_awaitable magpie_bind(core::frame_base &self) && {
+      guard_awaitable a;
+      a.m_mutex = m_mutex;
+      return detail::bind_waiter(std::move(a), self);
+    }
+  };
+
+  /// `co_await m.lock()`: returns once the task holds the mutex, suspending it meanwhile (its
+  /// worker runs other work). Pair it with unlock(), or prefer scoped_lock(). Throws
+  /// magpie::abandoned_wait if the mutex is destroyed first, std::logic_error (nothing waited)
+  /// inside an unjoined fork–join scope, magpie::pool_closed on a pool being destroyed with
+  /// nothing left to run. Waiters are served in FIFO order.
+  lock_request lock() noexcept { return {this}; }
+
+  /// `auto guard = co_await m.scoped_lock()`: as lock(), returning a unique_guard that unlocks.
+  scoped_lock_request scoped_lock() noexcept { return {this}; }
+
+  /// Takes the mutex if it is free and nobody waits for it; never waits, never fails spuriously.
+  /// Any thread or task.
+  bool try_lock() noexcept { return m_permits.try_take(); }
+
+  /// Releases the mutex: hands it to the oldest waiter if any (which then holds it), else frees
+  /// it. Any thread or task; never blocks beyond a short internal lock. Everything the holder did
+  /// is visible to the next holder. Precondition (checked, always: the program stops with a
+  /// message): the mutex is locked.
+  void unlock() noexcept {
+    m_permits.give(1, [](std::size_t free, std::size_t) {
+      MAGPIE_CHECK(free == 0, "magpie::mutex::unlock: the mutex is not locked (unlocked twice?)");
+    });
+  }
+
+  /// For plain threads (not tasks: a task would block its worker): blocks the calling thread
+  /// until it holds the mutex, queued in the same FIFO as tasks. Throws std::logic_error on a
+  /// thread that runs a magpie task, magpie::abandoned_wait if the mutex is destroyed first.
+  void lock_blocking() {
+    detail::take_blocking(m_permits, "magpie::mutex::lock_blocking inside a task would block its "
+                                     "worker: co_await m.lock() (or m.scoped_lock()) instead");
+  }
+
+  /// lock_blocking(), returning a guard.
+  unique_guard<mutex> scoped_lock_blocking() {
+    lock_blocking();
+    return {*this, std::adopt_lock};
+  }
+
+  /// True if the mutex is held now (a snapshot, for diagnostics and tests).
+  bool is_locked() const noexcept { return m_permits.count() == 0; }
+  /// Tasks and threads waiting now (a snapshot, for diagnostics and tests).
+  std::size_t waiting() noexcept { return m_permits.waiting(); }
+
+private:
+  friend class condition_variable;
+
+  detail::permits m_permits{1}; // one permit: free; none: held
+};
+
+} // namespace magpie::sync

@@ -1,0 +1,93 @@
+#pragma once
+// magpie/sync/semaphore.hpp — a counting semaphore on which tasks suspend.
+//
+//   magpie::semaphore slots(4);            // at most four tasks inside at once
+//   co_await slots.acquire();              // suspends the task (not its worker) while none is free
+//   ...
+//   slots.release();                       // any thread or task
+//
+// Policy: direct hand-off, FIFO. release(n) with tasks (or threads) queued gives one permit to
+// each of the n oldest waiters (woken one by one, no broadcast) instead of adding it to the count;
+// the count rises only while nobody waits, so an acquire that arrives later cannot overtake a
+// queued one. Protocol and proof sketch: docs/protocols.md §9.6 (the core is §9.4's).
+
+#include <cstddef>
+#include <stdexcept>
+#include <utility>
+
+#include "magpie/core/config.hpp"
+#include "magpie/core/frame.hpp"
+#include "magpie/sync/detail/permits.hpp"
+#include "magpie/sync/detail/waiter.hpp"
+
+namespace magpie::sync {
+
+/// A counting semaphore for tasks and threads (see the top of this file). Every member may be
+/// called concurrently from any thread or task. Destroying a semaphore while tasks or threads
+/// wait in acquire makes their acquire throw magpie::abandoned_wait.
+///
+/// Cost: acquire with a free permit and nobody waiting, and release with nobody waiting, are one
+/// CAS each; otherwise a short internal spin lock, and a suspension (one park and one
+/// resubmission) per waiting task.
+class semaphore {
+public:
+  /// The largest count a semaphore holds.
+  static constexpr std::size_t max() noexcept { return detail::permits::max_count; }
+
+  /// A semaphore with `initial` free permits. Precondition (checked): initial <= max().
+  explicit semaphore(std::size_t initial) noexcept : m_permits(initial) {
+    MAGPIE_CHECK(initial <= max(), "magpie::semaphore: initial count above semaphore::max()");
+  }
+  semaphore(semaphore const &) = delete;
+  semaphore &operator=(semaphore const &) = delete;
+  /// Releases every task and thread still waiting with magpie::abandoned_wait.
+  ~semaphore() = default;
+
+  /// What acquire() returns; co_await it in a magpie task.
+  struct [[nodiscard("co_await it")]] acquire_request {
+    using magpie_awaitable = void;
+    semaphore *m_sem;
+    detail::take_awaitable magpie_bind(core::frame_base &self) && {
+      detail::take_awaitable a;
+      a.m_permits = &m_sem->m_permits;
+      return detail::bind_waiter(std::move(a), self);
+    }
+  };
+
+  /// `co_await s.acquire()`: takes one permit, suspending the task (its worker runs other work)
+  /// until one is handed to it; waiters are served in FIFO order. Throws magpie::abandoned_wait
+  /// if the semaphore is destroyed first, std::logic_error (nothing taken) inside an unjoined
+  /// fork–join scope, magpie::pool_closed on a pool being destroyed with nothing left to run.
+  acquire_request acquire() noexcept { return {this}; }
+
+  /// Takes a permit if one is free and nobody waits; never waits, never fails spuriously.
+  bool try_acquire() noexcept { return m_permits.try_take(); }
+
+  /// Gives `n` permits back: one to each of the n oldest waiters, the rest to the count. Any
+  /// thread or task, including plain threads; never blocks beyond a short internal lock.
+  /// Everything the caller did before is visible to whoever takes these permits. Precondition
+  /// (checked, always): the count does not exceed max().
+  void release(std::size_t n = 1) noexcept {
+    m_permits.give(n, [](std::size_t free, std::size_t more) {
+      MAGPIE_CHECK(more <= max() - free, "magpie::semaphore::release: count above max()");
+    });
+  }
+
+  /// For plain threads (not tasks: a task would block its worker): blocks the calling thread
+  /// until it has a permit, queued in the same FIFO as tasks. Throws std::logic_error on a thread
+  /// that runs a magpie task, magpie::abandoned_wait if the semaphore is destroyed first.
+  void acquire_blocking() {
+    detail::take_blocking(m_permits, "magpie::semaphore::acquire_blocking inside a task would "
+                                     "block its worker: co_await s.acquire() instead");
+  }
+
+  /// Free permits now (a snapshot).
+  std::size_t count() const noexcept { return m_permits.count(); }
+  /// Tasks and threads waiting now (a snapshot, for diagnostics and tests).
+  std::size_t waiting() noexcept { return m_permits.waiting(); }
+
+private:
+  detail::permits m_permits;
+};
+
+} // namespace magpie::sync

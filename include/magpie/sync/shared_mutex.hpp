@@ -1,0 +1,246 @@
+#pragma once
+// magpie/sync/shared_mutex.hpp — a readers/writer lock on which tasks suspend.
+//
+//   magpie::shared_mutex rw;
+//   { auto g = co_await rw.scoped_lock_shared(); read(); }   // many readers at once
+//   { auto g = co_await rw.scoped_lock();        write(); }  // one writer, no readers
+//
+// Policy: one FIFO for readers and writers, direct hand-off. A reader passes at once only if no
+// writer holds the lock and nobody is queued; otherwise it queues — behind any waiting writer, so
+// a stream of readers cannot starve a writer. A writer passes only if the lock is entirely free
+// and nobody is queued. When the last holder leaves, the lock goes to the head of the queue: a
+// writer alone, or the whole run of consecutive readers at the head together (they may all hold
+// it at once: each is handed its own share, not invited to race for it). Neither side starves:
+// every waiter is served after at most the waiters queued before it.
+// Protocol and proof sketch: docs/protocols.md §9.5.
+
+#include <cstddef>
+#include <exception>
+#include <stdexcept>
+#include <utility>
+
+#include "magpie/core/config.hpp"
+#include "magpie/core/frame.hpp"
+#include "magpie/sync/detail/blocking.hpp"
+#include "magpie/sync/detail/lock_word.hpp"
+#include "magpie/sync/detail/permits.hpp"
+#include "magpie/sync/detail/waiter.hpp"
+#include "magpie/sync/guard.hpp"
+
+namespace magpie::sync {
+
+/// A readers/writer lock for tasks and (blocking) plain threads, FIFO-fair with direct hand-off
+/// (see the top of this file). Ownership is not tied to a thread (tasks move between workers).
+/// Not recursive, no upgrade. Every member may be called concurrently from any thread or task.
+/// Destroying it while tasks or threads wait makes their lock throw magpie::abandoned_wait.
+///
+/// Cost: an uncontended lock, lock_shared, unlock or unlock_shared is one CAS; otherwise a short
+/// internal spin lock, and a suspension (one park, one resubmission) per waiting task.
+class shared_mutex {
+public:
+  /// An unlocked shared_mutex.
+  shared_mutex() noexcept = default;
+  shared_mutex(shared_mutex const &) = delete;
+  shared_mutex &operator=(shared_mutex const &) = delete;
+  /// Releases every task and thread still waiting with magpie::abandoned_wait.
+  ~shared_mutex() {
+    detail::release_all(m_waiters.take_all(), std::make_exception_ptr(abandoned_wait()));
+  }
+
+  /// The awaitable of every lock request; `Guard` is what the co_await returns. Internal.
+  template <bool Exclusive, typename Guard>
+  struct lock_awaitable : detail::wait_awaitable<lock_awaitable<Exclusive, Guard>> {
+    shared_mutex *m_mutex = nullptr;
+    bool try_now() noexcept { return m_mutex->try_take(Exclusive); }
+    bool try_or_enqueue(detail::waiter &w) noexcept {
+      return m_mutex->take_or_enqueue(w, Exclusive);
+    }
+    Guard resume_value() const noexcept {
+      if constexpr (!std::is_void_v<Guard>) {
+        return Guard(*m_mutex, std::adopt_lock);
+      }
+    }
+  };
+
+  /// What the lock functions return; co_await it in a magpie task.
+  template <bool Exclusive, typename Guard>
+  struct [[nodiscard("co_await it")]] lock_request {
+    using magpie_awaitable = void;
+    shared_mutex *m_mutex;
+    lock_awaitable<Exclusive, Guard> magpie_bind(core::frame_base &self) && {
+      lock_awaitable<Exclusive, Guard> a;
+      a.m_mutex = m_mutex;
+      return detail::bind_waiter(std::move(a), self);
+    }
+  };
+
+  /// `co_await m.lock()`: exclusive ownership, suspending the task meanwhile. Throws
+  /// magpie::abandoned_wait if the lock is destroyed first, std::logic_error (nothing waited)
+  /// inside an unjoined fork–join scope, magpie::pool_closed on a pool being destroyed.
+  lock_request<true, void> lock() noexcept { return {this}; }
+  /// `co_await m.lock_shared()`: shared ownership; as lock() otherwise.
+  lock_request<false, void> lock_shared() noexcept { return {this}; }
+  /// `auto g = co_await m.scoped_lock()`: as lock(), returning a guard that unlocks.
+  lock_request<true, unique_guard<shared_mutex>> scoped_lock() noexcept { return {this}; }
+  /// `auto g = co_await m.scoped_lock_shared()`: as lock_shared(), returning a guard.
+  lock_request<false, shared_guard<shared_mutex>> scoped_lock_shared() noexcept { return {this}; }
+
+  /// Exclusive ownership if the lock is free and nobody waits; never waits, never spurious.
+  bool try_lock() noexcept { return try_take(true); }
+  /// Shared ownership if no writer holds the lock and nobody waits; never waits, never spurious.
+  bool try_lock_shared() noexcept { return try_take(false); }
+
+  /// Releases exclusive ownership, handing the lock to the head of the queue (see the top of the
+  /// file). Any thread or task. Precondition (checked, always): held exclusively.
+  void unlock() noexcept {
+    word_t s = writer;
+    // release: the writer's section → the next holder's acquire (fast path: nobody queued).
+    if (m_word.word().compare_exchange_strong(s, 0, std::memory_order_release,
+                                              std::memory_order_relaxed)) {
+      return;
+    }
+    word_t const v = m_word.lock();
+    MAGPIE_CHECK((v & writer) != 0, "magpie::shared_mutex::unlock: not locked exclusively");
+    release_and_grant(v & ~writer);
+  }
+
+  /// Releases one shared ownership; the last reader out hands the lock to a queued writer. Any
+  /// thread or task. Precondition (checked, always): held shared.
+  void unlock_shared() noexcept {
+    word_t s = m_word.load(std::memory_order_relaxed);
+    while ((s & (lock_word::locked | waiters_bit)) == 0) {
+      MAGPIE_CHECK(s >= reader, "magpie::shared_mutex::unlock_shared: not locked shared");
+      // release: the reader's section → the next writer's acquire.
+      if (m_word.word().compare_exchange_weak(s, s - reader, std::memory_order_release,
+                                              std::memory_order_relaxed)) {
+        return;
+      }
+    }
+    word_t const v = m_word.lock();
+    MAGPIE_CHECK(v >= reader, "magpie::shared_mutex::unlock_shared: not locked shared");
+    release_and_grant(v - reader);
+  }
+
+  /// For plain threads (not tasks: a task would block its worker): blocks until the calling
+  /// thread holds the lock exclusively. Throws std::logic_error on a thread that runs a magpie
+  /// task, magpie::abandoned_wait if the lock is destroyed first.
+  void lock_blocking() { take_blocking(true); }
+  /// As lock_blocking(), for shared ownership.
+  void lock_shared_blocking() { take_blocking(false); }
+
+  /// Tasks and threads waiting now (a snapshot, for diagnostics and tests).
+  std::size_t waiting() noexcept {
+    m_word.lock();
+    std::size_t const n = m_waiters.size();
+    m_word.unlock();
+    return n;
+  }
+
+private:
+  using word_t = detail::lock_word::value_type;
+  using lock_word = detail::lock_word;
+  // The word: bit 0 the lock_word's lock, bit 1 "waiters queued", bit 2 "a writer holds it",
+  // bits 3.. the readers holding it. As in detail/permits.hpp, the word changes only by a CAS
+  // whose expected value has the lock bit clear, or by the lock's holder. Invariants while the
+  // lock is free: waiters bit ⇔ queue non-empty ⇒ somebody holds the lock; never writer and
+  // readers at once; readers > 0 with a non-empty queue ⇒ the head is a writer.
+  static constexpr word_t waiters_bit = 2;
+  static constexpr word_t writer = 4;
+  static constexpr word_t reader = 8;
+
+  /// m_slot of a queued waiter that wants exclusive ownership (null: shared).
+  static void *exclusive_tag() noexcept {
+    static char tag;
+    return &tag;
+  }
+
+  static bool can_take(word_t v, bool exclusive) noexcept {
+    return exclusive ? v == 0 : (v & (waiters_bit | writer)) == 0;
+  }
+
+  bool try_take(bool exclusive) noexcept {
+    // acquire: the previous holder's releasing CAS or unlock_with → our section.
+    word_t s = m_word.load(std::memory_order_acquire);
+    while ((s & lock_word::locked) == 0) {
+      if (!can_take(s, exclusive)) {
+        return false;
+      }
+      // acquire: as above.
+      if (m_word.word().compare_exchange_weak(s, s + (exclusive ? writer : reader),
+                                              std::memory_order_acquire,
+                                              std::memory_order_acquire)) {
+        return true;
+      }
+    }
+    word_t const v = m_word.lock(); // decide under the lock, where the word is frozen
+    bool const took = can_take(v, exclusive);
+    m_word.unlock_with(
+        [&](word_t cur) { return took ? cur + (exclusive ? writer : reader) : cur; });
+    return took;
+  }
+
+  bool take_or_enqueue(detail::waiter &w, bool exclusive) noexcept {
+    word_t const v = m_word.lock();
+    if (can_take(v, exclusive)) {
+      m_word.unlock_with([&](word_t cur) { return cur + (exclusive ? writer : reader); });
+      return true;
+    }
+    w.m_slot = exclusive ? exclusive_tag() : nullptr;
+    m_waiters.push(&w);
+    // release: the queued waiter → the next lock holder (who may hand it the lock).
+    m_word.unlock_with([](word_t cur) { return cur | waiters_bit; });
+    return false;
+  }
+
+  /// Under the lock, with `v` the word once the caller's ownership is dropped: if nobody holds
+  /// the lock now, grants it to the head of the queue (a writer, or the run of readers at the
+  /// head); releases the lock; wakes whoever was granted it.
+  void release_and_grant(word_t v) noexcept {
+    detail::waiter *head = nullptr;
+    detail::waiter **tail = &head;
+    if ((v & ~waiters_bit) == 0) {
+      v = 0;
+      if (!m_waiters.empty() && front_is_exclusive()) {
+        *tail = m_waiters.pop();
+        tail = &(*tail)->m_next_waiter;
+        v = writer;
+      } else {
+        while (!m_waiters.empty() && !front_is_exclusive()) {
+          *tail = m_waiters.pop();
+          tail = &(*tail)->m_next_waiter;
+          v += reader;
+        }
+      }
+      if (!m_waiters.empty()) {
+        v |= waiters_bit;
+      }
+    }
+    *tail = nullptr;
+    // release: our section and the grant → the next lock holder and the fast paths; the woken
+    // waiters are ordered after this by their executor's queue (or their blocking mutex).
+    m_word.unlock_with([v](word_t) { return v; });
+    detail::hand_to_all(head); // point of no return for each; the primitive is not touched again
+  }
+
+  bool front_is_exclusive() const noexcept { return m_waiters.front()->m_slot == exclusive_tag(); }
+
+  void take_blocking(bool exclusive) {
+    if (detail::on_worker_thread()) {
+      throw std::logic_error("magpie::shared_mutex: a blocking lock inside a task would block its "
+                             "worker: co_await m.lock() / m.lock_shared() instead");
+    }
+    if (try_take(exclusive)) {
+      return;
+    }
+    detail::blocking_waiter w;
+    if (take_or_enqueue(w, exclusive)) {
+      return;
+    }
+    w.block();
+  }
+
+  lock_word m_word;
+  detail::waiter_queue m_waiters; // guarded by the lock
+};
+
+} // namespace magpie::sync

@@ -1,0 +1,161 @@
+#pragma once
+// magpie/sync/task_group.hpp — a dynamic set of spawned tasks that one wait gathers.
+//
+//   magpie::task_group g(pool);             // or `magpie::task_group g;` inside a task: its pool
+//   g.spawn(fn, args...);                   // any number of times, from any thread or task,
+//                                           // children included (they may spawn into g too)
+//   co_await g.wait();                      // in a task: suspends until every child finished
+//   g.wait();                               // on a plain thread: blocks until then
+//
+// Children are spawned as by magpie::spawn (fn and args decay-copied, std::ref for references;
+// root tasks of the group's pool at the group's priority or the one given), their values are
+// discarded. Exceptions: the first one a child throws is kept and rethrown by the next wait()
+// (which clears it); each later one is counted (dropped_exceptions()) and destroyed. A group may
+// be reused after a wait.
+//
+// Destruction with unfinished children: on a plain thread the destructor waits for them
+// (blocking, as std::jthread joins). Inside a task that would block a worker — and on a
+// one-worker pool deadlock — so it is diagnosed instead: the program stops with a message
+// (always on); `co_await g.wait()` before the group goes out of scope, also on error paths. An
+// exception still held by a destroyed group (no wait rethrew it) goes to the unobserved-exception
+// handler. Tasks waiting on a group while it is destroyed get magpie::abandoned_wait.
+// Protocol: docs/protocols.md §9.3.
+
+#include <atomic>
+#include <cstddef>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <utility>
+
+#include "magpie/core/config.hpp"
+#include "magpie/core/context.hpp"
+#include "magpie/sched/pool.hpp"
+#include "magpie/sync/counter.hpp"
+#include "magpie/sync/detail/spawned.hpp"
+
+namespace magpie::sync {
+
+/// A set of spawned tasks waited for together. Thread-safe: spawn, wait and the accessors may be
+/// called from any thread or task at once. Not copyable or movable (children refer to it).
+class task_group {
+public:
+  /// Inside a task: a group on the task's own pool (magpie::pool::current()). Throws
+  /// std::logic_error elsewhere (a plain thread, the inline scheduler): name the pool then.
+  explicit task_group(sched::priority prio = sched::priority::normal)
+      : m_pool(current_pool()), m_priority(prio) {}
+  /// A group whose children run on `pool` at priority `prio` by default.
+  explicit task_group(sched::pool &pool, sched::priority prio = sched::priority::normal) noexcept
+      : m_pool(&pool), m_priority(prio) {}
+  task_group(task_group const &) = delete;
+  task_group &operator=(task_group const &) = delete;
+  /// See the top of this file.
+  ~task_group() {
+    if (m_count.value() != 0) {
+      MAGPIE_CHECK(core::this_context() == nullptr,
+                   "a magpie::task_group was destroyed inside a task with unfinished children: "
+                   "`co_await g.wait();` before it goes out of scope (also on error paths)");
+      m_count.block();
+    }
+    if (m_first != nullptr) {
+      detail::report_unobserved(std::move(m_first));
+    }
+  }
+
+  /// Starts `fn(args...)` as a child at the group's priority. Throws as magpie::spawn does
+  /// (then nothing was started).
+  template <typename Fn, typename... Args>
+  void spawn(Fn &&fn, Args &&...args) {
+    detail::spawn_counted(*m_pool, m_priority, m_count, this, std::forward<Fn>(fn),
+                          std::forward<Args>(args)...);
+  }
+  /// As spawn(fn, args...), at priority `prio`.
+  template <typename Fn, typename... Args>
+  void spawn(sched::priority prio, Fn &&fn, Args &&...args) {
+    detail::spawn_counted(*m_pool, prio, m_count, this, std::forward<Fn>(fn),
+                          std::forward<Args>(args)...);
+  }
+
+  /// Inside a task: `co_await g.wait()` suspends until no child is unfinished, then rethrows
+  /// the first exception a child threw since the last wait (if any). On a plain thread:
+  /// `g.wait()` blocks, then does the same. Inside a task the result must be co_awaited.
+  detail::zero_request<task_group> wait() {
+    if (core::this_context() == nullptr) {
+      m_count.block();
+      after_wait();
+      return detail::zero_request<task_group>(nullptr);
+    }
+    return detail::zero_request<task_group>(this);
+  }
+
+  /// Children spawned and not yet finished (a snapshot).
+  std::size_t unfinished() const noexcept { return m_count.value(); }
+
+  /// Exceptions thrown by children and dropped because another was already held (a snapshot;
+  /// cumulative over the group's life).
+  std::size_t dropped_exceptions() const noexcept {
+    return m_dropped.load(std::memory_order_relaxed); // a statistic: no edge
+  }
+
+  /// The pool the children run on.
+  sched::pool &pool() const noexcept { return *m_pool; }
+
+private:
+  template <typename>
+  friend struct detail::zero_awaitable;
+  friend struct detail::counted_state;
+
+  static sched::pool *current_pool() {
+    sched::pool *p = sched::pool::current();
+    if (p == nullptr) {
+      throw std::logic_error("magpie::task_group: no pool given, and the calling thread is not a "
+                             "worker of a pool: write task_group g(pool)");
+    }
+    return p;
+  }
+
+  counter &zero_count() noexcept { return m_count; }
+
+  /// A child's exception; called before the child counts down.
+  void record(std::exception_ptr e) noexcept {
+    std::lock_guard lock(m_error_mutex);
+    if (m_first == nullptr) {
+      m_first = std::move(e);
+    } else {
+      m_dropped.fetch_add(1, std::memory_order_relaxed); // a statistic: no edge
+    }
+  }
+
+  void after_wait() {
+    std::exception_ptr e;
+    {
+      std::lock_guard lock(m_error_mutex);
+      e = std::exchange(m_first, nullptr);
+    }
+    if (e != nullptr) {
+      std::rethrow_exception(std::move(e));
+    }
+  }
+
+  sched::pool *m_pool;
+  sched::priority m_priority;
+  std::mutex m_error_mutex;
+  std::exception_ptr m_first; // guarded by m_error_mutex
+  std::atomic<std::size_t> m_dropped{0};
+  counter m_count; // last: destroyed first, after which no child touches the group
+};
+
+namespace detail {
+inline void counted_state::finished() noexcept {
+  if (has_exception()) {
+    if (m_group != nullptr) {
+      m_group->record(take_exception());
+    } else {
+      report_unobserved(take_exception());
+    }
+  }
+  m_count->count_down(); // point of no return: the counter (and group) may be gone after this
+}
+} // namespace detail
+
+} // namespace magpie::sync

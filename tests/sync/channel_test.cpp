@@ -1,0 +1,398 @@
+// magpie::channel: producers and consumers (tasks and plain threads) on every scheduler and
+// capacity (0 = rendezvous, 1, 4, 64), every value received exactly once with the sum checked;
+// tracked values moved, never copied, nothing leaked; move-only values; close() while tasks wait
+// (receivers get nullopt, senders false); destruction while tasks wait (abandoned_wait, buffered
+// values destroyed); try_send/try_receive; FIFO order; misuse.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/test_support.hpp"
+#include "sync/sync_support.hpp"
+
+namespace {
+
+using namespace magpie::test;
+using magpie::channel;
+using magpie::latch;
+using magpie::send_status;
+using magpie::task;
+
+struct traffic {
+  channel<long> *ch;
+  latch *producers_done;
+  int producers;
+  int per_producer;
+  std::vector<std::atomic<int>> *seen; // receptions per value
+};
+
+// Children 0 … producers−1 send; the next one closes the channel once they are done; the rest
+// receive until the channel is closed and drained. Returns the sum of what a child received.
+task<long> traffic_child(int i, traffic *t) {
+  if (i < t->producers) {
+    for (int k = 0; k < t->per_producer; ++k) {
+      bool const sent = co_await t->ch->send(static_cast<long>(i) * t->per_producer + k);
+      if (!sent) {
+        co_return -1'000'000; // closed early: must not happen
+      }
+    }
+    t->producers_done->count_down();
+    co_return 0;
+  }
+  if (i == t->producers) {
+    co_await t->producers_done->wait();
+    t->ch->close();
+    co_return 0;
+  }
+  long sum = 0;
+  while (std::optional<long> v = co_await t->ch->receive()) {
+    (*t->seen)[static_cast<std::size_t>(*v)].fetch_add(1);
+    sum += *v;
+  }
+  co_return sum;
+}
+
+class channel_test
+    : public ::testing::TestWithParam<std::tuple<magpie::test::sched_param, std::size_t>> {
+protected:
+  channel_test() : m_dog(current_test_name()), m_sched(std::get<0>(GetParam())) {}
+  std::size_t capacity() const { return std::get<1>(GetParam()); }
+  watchdog m_dog;
+  any_scheduler m_sched;
+};
+
+TEST_P(channel_test, producers_and_consumers_every_value_once) {
+  int const producers = 3;
+  int const consumers = 3;
+  int const per = scaled(3000, 300);
+  channel<long> ch(capacity());
+  latch done(producers);
+  int const total = producers * per;
+  std::vector<std::atomic<int>> seen(static_cast<std::size_t>(total));
+  traffic t{&ch, &done, producers, per, &seen};
+  long const expect = static_cast<long>(total) * (total - 1) / 2;
+  EXPECT_EQ(m_sched.run(fork_n<decltype(&traffic_child), traffic *>, producers + 1 + consumers,
+                        &traffic_child, &t),
+            expect);
+  for (auto &s : seen) {
+    ASSERT_EQ(s.load(), 1);
+  }
+  EXPECT_TRUE(ch.is_closed());
+  EXPECT_EQ(ch.size(), 0u);
+}
+
+// Plain threads produce (blocking sends), tasks consume; then tasks produce, threads consume.
+task<long> consume_all(int, channel<long> *ch) {
+  long sum = 0;
+  while (std::optional<long> v = co_await ch->receive()) {
+    sum += *v;
+  }
+  co_return sum;
+}
+
+task<long> produce_range(int i, channel<long> *ch, int per) {
+  for (int k = 0; k < per; ++k) {
+    if (!co_await ch->send(static_cast<long>(i) * per + k)) {
+      co_return 1;
+    }
+  }
+  co_return 0;
+}
+
+TEST_P(channel_test, plain_threads_and_tasks) {
+  int const per = scaled(2000, 200);
+  int const threads = 2;
+  long const n = static_cast<long>(threads) * per;
+  {
+    channel<long> ch(capacity());
+    std::vector<std::thread> ts;
+    std::atomic<int> finished{0};
+    for (int t = 0; t < threads; ++t) {
+      ts.emplace_back([&, t] {
+        for (int k = 0; k < per; ++k) {
+          ASSERT_TRUE(ch.send_blocking(static_cast<long>(t) * per + k));
+        }
+        if (finished.fetch_add(1) + 1 == threads) {
+          ch.close();
+        }
+      });
+    }
+    EXPECT_EQ(m_sched.run(fork_n<decltype(&consume_all), channel<long> *>, 3, &consume_all, &ch),
+              n * (n - 1) / 2);
+    for (auto &t : ts) {
+      t.join();
+    }
+  }
+  {
+    channel<long> ch(capacity());
+    std::atomic<long> sum{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t) {
+      ts.emplace_back([&] {
+        while (std::optional<long> v = ch.receive_blocking()) {
+          sum.fetch_add(*v);
+        }
+      });
+    }
+    EXPECT_EQ(m_sched.run(fork_n<decltype(&produce_range), channel<long> *, int>, threads,
+                          &produce_range, &ch, per),
+              0);
+    ch.close();
+    for (auto &t : ts) {
+      t.join();
+    }
+    EXPECT_EQ(sum.load(), n * (n - 1) / 2);
+  }
+}
+
+task<long> tracked_producer(int i, channel<tracked> *ch, int per) {
+  for (int k = 0; k < per; ++k) {
+    tracked v(static_cast<long>(i) * per + k);
+    if (!co_await ch->send(std::move(v))) {
+      co_return -1;
+    }
+  }
+  co_return 0;
+}
+
+task<long> tracked_consumer(int, channel<tracked> *ch, int count) {
+  long sum = 0;
+  for (int k = 0; k < count; ++k) {
+    std::optional<tracked> v = co_await ch->receive();
+    if (!v || !v->alive()) {
+      co_return -1'000'000;
+    }
+    sum += v->value();
+  }
+  co_return sum;
+}
+
+task<long> tracked_traffic(channel<tracked> *ch, int per) {
+  long a = 0;
+  long b = 0;
+  co_await magpie::fork(&a, fork_n<decltype(&tracked_producer), channel<tracked> *, int>, 2,
+                        &tracked_producer, ch, per);
+  co_await magpie::call(&b, fork_n<decltype(&tracked_consumer), channel<tracked> *, int>, 2,
+                        &tracked_consumer, ch, per);
+  co_await magpie::join();
+  co_return a + b;
+}
+
+TEST_P(channel_test, tracked_values_are_moved_never_copied_and_not_leaked) {
+  tracked_counters().reset();
+  int const per = scaled(1000, 100);
+  {
+    channel<tracked> ch(capacity());
+    long const n = 2L * per;
+    EXPECT_EQ(m_sched.run(tracked_traffic, &ch, per), n * (n - 1) / 2);
+    if (capacity() > 0) { // leave some values in the channel: its destructor destroys them
+      for (int k = 0; k < static_cast<int>(capacity()); ++k) {
+        tracked v(k);
+        ASSERT_EQ(ch.try_send(std::move(v)), send_status::sent);
+      }
+      tracked extra(99);
+      EXPECT_EQ(ch.try_send(std::move(extra)), send_status::full);
+      EXPECT_TRUE(extra.alive()); // not moved from when not sent
+      EXPECT_EQ(extra.value(), 99);
+    }
+  }
+  EXPECT_EQ(tracked_counters().copies.load(), 0);
+  EXPECT_EQ(tracked_counters().errors.load(), 0);
+  EXPECT_EQ(tracked_counters().live(), 0);
+}
+
+task<long> unique_sender(int i, channel<std::unique_ptr<int>> *ch) {
+  co_return co_await ch->send(std::make_unique<int>(i)) ? 0 : 1;
+}
+
+task<long> unique_receiver(int, channel<std::unique_ptr<int>> *ch) {
+  std::optional<std::unique_ptr<int>> p = co_await ch->receive();
+  co_return p &&*p ? **p : -1'000;
+}
+
+task<long> unique_traffic(channel<std::unique_ptr<int>> *ch, int n) {
+  long a = 0;
+  long b = 0;
+  co_await magpie::fork(&a, fork_n<decltype(&unique_receiver), channel<std::unique_ptr<int>> *>, n,
+                        &unique_receiver, ch);
+  co_await magpie::call(&b, fork_n<decltype(&unique_sender), channel<std::unique_ptr<int>> *>, n,
+                        &unique_sender, ch);
+  co_await magpie::join();
+  co_return a + b;
+}
+
+TEST_P(channel_test, move_only_values) {
+  channel<std::unique_ptr<int>> ch(capacity());
+  int const n = 50;
+  EXPECT_EQ(m_sched.run(unique_traffic, &ch, n), static_cast<long>(n) * (n - 1) / 2);
+}
+
+// close() while tasks wait: receivers on an empty channel get nullopt; senders on a full one get
+// false and their values are destroyed unsent.
+task<long> receive_expect_none(int, channel<tracked> *ch) {
+  std::optional<tracked> v = co_await ch->receive();
+  co_return v ? 0 : 1;
+}
+
+task<long> send_expect_refused(int i, channel<tracked> *ch) {
+  co_return co_await ch->send(tracked(i)) ? 0 : 1;
+}
+
+TEST_P(channel_test, close_releases_waiting_receivers_and_senders) {
+  tracked_counters().reset();
+  int const n = 6;
+  {
+    channel<tracked> ch(capacity());
+    side_thread closer([&] {
+      ASSERT_TRUE(
+          wait_until([&] { return ch.waiting_receivers() == static_cast<std::size_t>(n); }));
+      ch.close();
+    });
+    EXPECT_EQ(m_sched.run(fork_n<decltype(&receive_expect_none), channel<tracked> *>, n,
+                          &receive_expect_none, &ch),
+              n);
+  }
+  {
+    channel<tracked> ch(capacity());
+    for (std::size_t k = 0; k < capacity(); ++k) {
+      ASSERT_EQ(ch.try_send(tracked(static_cast<long>(k))), send_status::sent);
+    }
+    side_thread closer([&] {
+      ASSERT_TRUE(wait_until([&] { return ch.waiting_senders() == static_cast<std::size_t>(n); }));
+      ch.close();
+    });
+    EXPECT_EQ(m_sched.run(fork_n<decltype(&send_expect_refused), channel<tracked> *>, n,
+                          &send_expect_refused, &ch),
+              n);
+    // What was buffered before close() is still received, then nullopt.
+    for (std::size_t k = 0; k < capacity(); ++k) {
+      std::optional<tracked> v = ch.try_receive();
+      ASSERT_TRUE(v.has_value());
+      EXPECT_EQ(v->value(), static_cast<long>(k));
+    }
+    EXPECT_FALSE(ch.try_receive().has_value());
+    EXPECT_FALSE(ch.receive_blocking().has_value());
+    tracked late(1);
+    EXPECT_EQ(ch.try_send(std::move(late)), send_status::closed);
+    EXPECT_TRUE(late.alive());
+    EXPECT_FALSE(ch.send_blocking(tracked(2)));
+  }
+  EXPECT_EQ(tracked_counters().live(), 0);
+  EXPECT_EQ(tracked_counters().errors.load(), 0);
+}
+
+task<long> receive_abandoned(int, channel<tracked> *ch) {
+  try {
+    co_await ch->receive();
+  } catch (magpie::abandoned_wait const &) {
+    co_return 1;
+  }
+  co_return 0;
+}
+
+task<long> send_abandoned(int i, channel<tracked> *ch) {
+  try {
+    co_await ch->send(tracked(i));
+  } catch (magpie::abandoned_wait const &) {
+    co_return 1;
+  }
+  co_return 0;
+}
+
+TEST_P(channel_test, destroyed_while_tasks_wait) {
+  tracked_counters().reset();
+  int const n = 4;
+  {
+    auto ch = std::make_unique<channel<tracked>>(capacity());
+    side_thread destroyer([&] {
+      ASSERT_TRUE(
+          wait_until([&] { return ch->waiting_receivers() == static_cast<std::size_t>(n); }));
+      ch.reset();
+    });
+    EXPECT_EQ(m_sched.run(fork_n<decltype(&receive_abandoned), channel<tracked> *>, n,
+                          &receive_abandoned, ch.get()),
+              n);
+  }
+  {
+    auto ch = std::make_unique<channel<tracked>>(capacity());
+    for (std::size_t k = 0; k < capacity(); ++k) {
+      ASSERT_EQ(ch->try_send(tracked(1)), send_status::sent);
+    }
+    side_thread destroyer([&] {
+      ASSERT_TRUE(wait_until([&] { return ch->waiting_senders() == static_cast<std::size_t>(n); }));
+      ch.reset(); // also destroys the buffered values
+    });
+    EXPECT_EQ(m_sched.run(fork_n<decltype(&send_abandoned), channel<tracked> *>, n, &send_abandoned,
+                          ch.get()),
+              n);
+  }
+  EXPECT_EQ(tracked_counters().live(), 0);
+  EXPECT_EQ(tracked_counters().errors.load(), 0);
+}
+
+task<int> receive_in_scope(channel<long> *ch) {
+  int x = 0;
+  co_await magpie::fork(
+      &x, [](int v) -> task<int> { co_return v; }, 5);
+  bool threw = false;
+  try {
+    co_await ch->receive();
+  } catch (std::logic_error const &) {
+    threw = true;
+  }
+  co_await magpie::join();
+  co_return threw ? x : -1;
+}
+
+TEST_P(channel_test, misuse_waiting_inside_a_fork_join_scope) {
+  channel<long> ch(capacity());
+  if (capacity() > 0) {
+    ASSERT_TRUE(ch.send_blocking(1)); // the receive would not even need to wait
+  }
+  EXPECT_EQ(m_sched.run(receive_in_scope, &ch), 5);
+}
+
+TEST(channel_plain, fifo_and_try_operations) {
+  channel<int> ch(3);
+  EXPECT_EQ(ch.capacity(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(ch.try_send(i), send_status::sent);
+  }
+  EXPECT_EQ(ch.try_send(3), send_status::full);
+  EXPECT_EQ(ch.size(), 3u);
+  std::thread late([&] { EXPECT_TRUE(ch.send_blocking(3)); }); // waits for room
+  for (int i = 0; i < 4; ++i) {
+    std::optional<int> v = ch.receive_blocking();
+    ASSERT_TRUE(v.has_value());
+    EXPECT_EQ(*v, i); // FIFO, the waiting sender's value last
+  }
+  late.join();
+  EXPECT_FALSE(ch.try_receive().has_value());
+  EXPECT_FALSE(ch.is_closed());
+
+  channel<int> rendezvous(0);
+  EXPECT_EQ(rendezvous.try_send(1), send_status::full); // no receiver waits
+  std::thread receiver([&] { EXPECT_EQ(rendezvous.receive_blocking(), std::optional<int>(7)); });
+  EXPECT_TRUE(rendezvous.send_blocking(7)); // returns once the receiver has it
+  receiver.join();
+}
+
+std::string channel_param_name(
+    ::testing::TestParamInfo<std::tuple<magpie::test::sched_param, std::size_t>> const &info) {
+  return to_string(std::get<0>(info.param)) + "_cap" + std::to_string(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(every_scheduler, channel_test,
+                         ::testing::Combine(::testing::ValuesIn(all_schedulers()),
+                                            ::testing::Values(std::size_t{0}, std::size_t{1},
+                                                              std::size_t{4}, std::size_t{64})),
+                         channel_param_name);
+
+} // namespace

@@ -1,0 +1,172 @@
+// Mixed stress: random programs that combine fork/join, channel traffic, event token rings,
+// latches and barriers, checked against an expected result computed serially. Every scheduler,
+// several seeds; channel capacity, actor counts and work sizes are drawn from the seed.
+//
+// A program: P producers each send a random-length sequence of values fib(n_k) + k, where each
+// fib is computed by fork/join; C consumers receive until the channel is closed and sum what they
+// get; a closer closes it once a latch says every producer is done; E ring tasks pass a token
+// around a ring of auto-reset events R times, doing a fork/join fib at every hop; B barrier
+// tasks run phases, each adding its index per phase. The root checks the grand total.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/test_support.hpp"
+#include "sync/sync_support.hpp"
+
+namespace {
+
+using namespace magpie::test;
+using magpie::task;
+
+struct program {
+  std::uint32_t seed;
+  int producers;
+  int consumers;
+  int ring;   // E
+  int rounds; // R
+  int phases; // barrier phases
+  int barrier_tasks;
+  std::size_t capacity;
+  std::vector<std::vector<int>> fib_args; // per producer: the n_k
+
+  static program draw(std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    program p;
+    p.seed = seed;
+    p.producers = pick(1, 4);
+    p.consumers = pick(1, 4);
+    p.ring = pick(2, 5);
+    p.rounds = pick(5, scaled(60, 10));
+    p.phases = pick(1, scaled(30, 5));
+    p.barrier_tasks = pick(1, 4);
+    p.capacity = static_cast<std::size_t>(pick(0, 3) == 0 ? 0 : pick(1, 16));
+    for (int i = 0; i < p.producers; ++i) {
+      std::vector<int> ns(static_cast<std::size_t>(pick(0, scaled(300, 40))));
+      for (int &n : ns) {
+        n = pick(2, 14);
+      }
+      p.fib_args.push_back(std::move(ns));
+    }
+    return p;
+  }
+
+  long expected() const {
+    long total = 0;
+    for (auto const &ns : fib_args) {
+      for (std::size_t k = 0; k < ns.size(); ++k) {
+        total += serial_fib(ns[k]) + static_cast<long>(k);
+      }
+    }
+    total += static_cast<long>(ring) * rounds * serial_fib(10);
+    total += static_cast<long>(phases) * barrier_tasks * (barrier_tasks - 1) / 2;
+    return total;
+  }
+};
+
+struct shared {
+  program const *prog;
+  magpie::channel<long> ch;
+  magpie::latch producers_done;
+  std::vector<std::unique_ptr<magpie::event>> ring;
+  magpie::barrier<> phase_barrier;
+
+  explicit shared(program const &p)
+      : prog(&p), ch(p.capacity), producers_done(p.producers), phase_barrier(p.barrier_tasks) {
+    for (int i = 0; i < p.ring; ++i) {
+      ring.push_back(std::make_unique<magpie::event>(magpie::event::reset::automatic));
+    }
+  }
+};
+
+task<long> actor(int i, shared *s) {
+  program const &p = *s->prog;
+  int const producers_end = p.producers;
+  int const consumers_end = producers_end + p.consumers;
+  int const closer = consumers_end;
+  int const ring_end = closer + 1 + p.ring;
+  if (i < producers_end) {
+    auto const &ns = p.fib_args[static_cast<std::size_t>(i)];
+    for (std::size_t k = 0; k < ns.size(); ++k) {
+      long v = 0;
+      co_await magpie::call(&v, fib, ns[k]); // fork/join inside
+      if (!co_await s->ch.send(v + static_cast<long>(k))) {
+        co_return -1'000'000'000;
+      }
+    }
+    s->producers_done.count_down();
+    co_return 0;
+  }
+  if (i < consumers_end) {
+    long sum = 0;
+    while (std::optional<long> v = co_await s->ch.receive()) {
+      sum += *v;
+    }
+    co_return sum;
+  }
+  if (i == closer) {
+    co_await s->producers_done.wait();
+    s->ch.close();
+    co_return 0;
+  }
+  if (i < ring_end) {
+    auto const j = static_cast<std::size_t>(i - closer - 1);
+    auto const next = (j + 1) % s->ring.size();
+    long sum = 0;
+    for (int r = 0; r < p.rounds; ++r) {
+      if (j != 0 || r > 0) {
+        co_await s->ring[j]->wait(); // the token arrives
+      }
+      long v = 0;
+      co_await magpie::call(&v, fib, 10);
+      sum += v;
+      s->ring[next]->set(); // pass it on
+    }
+    if (j == 0) {
+      co_await s->ring[0]->wait(); // the last hop of the last round comes back to us
+    }
+    co_return sum;
+  }
+  long sum = 0;
+  auto const b = static_cast<long>(i - ring_end);
+  for (int ph = 0; ph < p.phases; ++ph) {
+    sum += b;
+    co_await s->phase_barrier.arrive_and_wait();
+  }
+  co_return sum;
+}
+
+task<long> run_program(shared *s) {
+  program const &p = *s->prog;
+  int const actors = p.producers + p.consumers + 1 + p.ring + p.barrier_tasks;
+  long total = 0;
+  co_await magpie::call(&total, fork_n<decltype(&actor), shared *>, actors, &actor, s);
+  co_return total;
+}
+
+using mixed_stress_test = scheduler_test;
+
+TEST_P(mixed_stress_test, random_programs_match_the_serial_result) {
+  int const programs = scaled(40, 8);
+  for (int k = 0; k < programs; ++k) {
+    program const p = program::draw(static_cast<std::uint32_t>(0x5eed0000u + 977u * k));
+    shared s(p);
+    EXPECT_EQ(m_sched.run(run_program, &s), p.expected())
+        << "seed " << p.seed << " capacity " << p.capacity << " producers " << p.producers
+        << " consumers " << p.consumers;
+    EXPECT_TRUE(s.ch.is_closed());
+    EXPECT_EQ(s.ch.size(), 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(every_scheduler, mixed_stress_test, ::testing::ValuesIn(all_schedulers()),
+                         sched_name{});
+
+} // namespace
