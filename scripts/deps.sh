@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages magpie needs for a purpose, if any are missing.
-# Usage: scripts/deps.sh test|bench   (sourced or executed; needs root or sudo for apt-get)
+# Usage: scripts/deps.sh test|bench|docs|build   (sourced or executed; needs root or sudo for apt-get)
 set -euo pipefail
 
 common=(cmake ninja-build g++-12 clang-16 libclang-rt-16-dev)
 case "${1:-test}" in
-  test)  wanted=("${common[@]}" libgtest-dev spin gcc clang-format-16) ;;
+  test)  wanted=("${common[@]}" libgtest-dev spin gcc clang-format-16 clang-tidy-16 libc++-16-dev
+                 libc++abi-16-dev pkg-config doxygen python3) ;;
   bench) wanted=("${common[@]}" libtbb-dev libomp-16-dev libbenchmark-dev python3 python3-matplotlib time) ;;
-  *) echo "usage: $0 test|bench" >&2; exit 2 ;;
+  docs)  wanted=(doxygen) ;;
+  build) wanted=("${common[@]}") ;;
+  *) echo "usage: $0 test|bench|docs|build" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Sets up everything and runs magpie's tests: GCC 12 and Clang 16 builds (with assertions, -O2),
-# the release builds users and benchmarks run (GCC 12 -O3 NDEBUG; Clang 16 release with the opt-in
-# MAGPIE_ASYMMETRIC_FENCES), then the whole suite under ASan+UBSan and under ThreadSanitizer, the
-# spin models and the install/consumer checks.
-# Usage: scripts/test.sh [PRESET...]   (default: all six presets)
+# Sets up everything and runs magpie's tests and examples: GCC 12, Clang 16, Clang 16 with libc++
+# and GCC 12 in C++23 mode (with assertions, -O2), the release builds users and benchmarks run
+# (GCC 12 -O3 NDEBUG; Clang 16 release with the opt-in MAGPIE_ASYMMETRIC_FENCES), then the whole
+# suite under ASan+UBSan and under ThreadSanitizer, the spin models and the install/consumer
+# checks; plus clang-format, the documentation build (Doxygen, warnings as errors) and clang-tidy.
+# Usage: scripts/test.sh [PRESET|docs|clang-tidy...]   (default: all eight presets and both checks)
 # Ends with the skipped tests and why, then `N passed, N failed, N skipped`; exit status 1 when
 # anything failed (a skipped test is not a failure).
 set -euo pipefail
@@ -12,7 +13,8 @@ scripts/deps.sh test
 
 presets=("$@")
 if ((${#presets[@]} == 0)); then
-  presets=(dev dev-clang release release-clang-fences asan-ubsan tsan)
+  presets=(docs dev dev-clang clang-tidy dev-libcxx dev-cxx23 release release-clang-fences asan-ubsan
+    tsan)
 fi
 jobs=$(nproc)
 passed=0 failed=0 skipped=0 failed_presets=()
@@ -56,7 +58,22 @@ else
   failed=$((failed + 1)) failed_presets+=(clang-format)
 fi
 : >"$tmp/skipped"
+# A check that is not a ctest preset: passes or fails as a whole.
+run_check() {
+  local name=$1
+  shift
+  echo "=== magpie tests: $name ==="
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)) failed_presets+=("$name")
+  fi
+}
 for preset in "${presets[@]}"; do
+  case "$preset" in
+    docs) run_check docs scripts/docs.sh build/docs; continue ;;
+    clang-tidy) run_check clang-tidy scripts/tidy.sh build/dev-clang; continue ;;
+  esac
   echo "=== magpie tests: preset $preset ==="
   extra=()
   # Checks that do not depend on the compiler or sanitizer run once, in the dev preset.

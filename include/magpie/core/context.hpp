@@ -38,9 +38,13 @@ class executor {
 public:
   /// The scheduler's implementation of the calls below.
   struct operations {
+    /// Counts a parked task as in flight (see hold()).
     void (*hold)(executor &self);
+    /// Queues `j` on `worker` and ends one hold (see resubmit()).
     void (*resubmit)(executor &self, job *j, std::size_t worker) noexcept;
+    /// Ends one hold without a resubmission (see unhold()).
     void (*unhold)(executor &self) noexcept;
+    /// Number of workers (see workers()).
     std::size_t (*workers)(executor const &self) noexcept;
   };
 
@@ -70,6 +74,7 @@ public:
   bool implemented_by(operations const &ops) const noexcept { return m_ops == &ops; }
 
 protected:
+  /// Binds the scheduler's implementation (`ops` must outlive the executor).
   explicit executor(operations const &ops) noexcept : m_ops(&ops) {}
   ~executor() = default;
 
@@ -132,13 +137,18 @@ public:
     }
   }
 
+  /// Owner only: the worker's segmented stack, where the frames of the tasks it runs live.
   core::stack &stack() noexcept { return m_stack; }
+  /// Owner only: the deque of this worker's stealable continuations.
   deque<frame_base *> &tasks() noexcept { return m_tasks; }
+  /// Any thread: the stealing view of tasks().
   deque<frame_base *>::thief thief() noexcept { return deque<frame_base *>::thief(m_tasks); }
 
+  /// The scheduler that created this context (as given to the constructor).
   void const *owner() const noexcept { return m_owner; }
   /// The executor that resumes tasks suspended on this worker (null if there is none).
   executor *home() const noexcept { return m_home; }
+  /// This worker's index within its scheduler.
   std::size_t index() const noexcept { return m_index; }
   /// Owner only: counts one event. A relaxed load and store, not a read-modify-write: only the
   /// owner writes, and readers want a snapshot, not an edge.

@@ -26,14 +26,20 @@ namespace magpie::core {
 /// or the stolen item.
 enum class steal_status : std::uint8_t { empty, lost, success };
 
+/// What a steal attempt returns: its outcome and, on success, the stolen item.
 template <typename T>
 struct steal_result {
-  steal_status status;
-  T value; ///< meaningful only when status == success
+  steal_status status; ///< whether the steal took an item (see steal_status)
+  T value;             ///< meaningful only when status == success
 
+  /// True if the steal took an item.
   explicit operator bool() const noexcept { return status == steal_status::success; }
 };
 
+/// A Chase–Lev work-stealing deque of trivially copyable items (a worker's stealable
+/// continuations). The owner thread pushes and pops at the bottom; thieves steal from the top
+/// through a deque::thief. Push is amortised O(1) (the ring doubles when full; old rings live until
+/// the deque dies); pop and steal are O(1) and lock-free.
 template <typename T>
 class deque {
   static_assert(
@@ -63,14 +69,18 @@ public:
   /// The view of a deque that other workers get: it can only steal.
   class thief {
   public:
+    /// Wraps `d`, which must outlive this view.
     explicit thief(deque &d) noexcept : m_deque(&d) {}
+    /// Any thread: steals the oldest item (see deque::steal).
     steal_result<T> steal() const noexcept { return m_deque->steal(); }
+    /// Any thread: a hint (see deque::empty).
     bool empty() const noexcept { return m_deque->empty(); }
 
   private:
     deque *m_deque;
   };
 
+  /// An empty deque whose ring starts with `capacity` slots (a positive power of two, checked).
   explicit deque(std::int64_t capacity = 256) {
     MAGPIE_CHECK(capacity > 0 && (capacity & (capacity - 1)) == 0,
                  "deque capacity must be a positive power of two");
@@ -89,8 +99,9 @@ public:
 
   /// The outcome of pop(): `ok` is false when the deque was empty or a thief took the last item.
   struct pop_result {
-    bool ok;
-    T value;
+    bool ok; ///< true if `value` holds the popped item
+    T value; ///< the popped item (meaningful only when `ok`)
+    /// True if an item was popped.
     explicit operator bool() const noexcept { return ok; }
   };
 
@@ -183,6 +194,7 @@ public:
 
   /// Any thread; a hint only (exact for the owner when no thief is active).
   bool empty() const noexcept { return size() <= 0; }
+  /// Any thread; a hint only: items pushed and not yet popped or stolen, as last seen.
   std::int64_t size() const noexcept {
     std::int64_t const b = m_bottom.load(std::memory_order_seq_cst); // a hint: see empty()
     std::int64_t const t = m_top.load(std::memory_order_seq_cst);

@@ -28,10 +28,12 @@ enum class frame_kind : std::uint8_t {
 /// A heap cell holding an exception in flight between a child and its parent's join.
 class exception_box {
 public:
+  /// Boxes `e`; never fails (returns a static box meaning std::bad_alloc if allocation fails).
   static exception_box *make(std::exception_ptr e) noexcept {
     auto *box = new (std::nothrow) exception_box{std::move(e)};
     return box != nullptr ? box : &out_of_memory();
   }
+  /// Frees `box` (null allowed) and returns its exception.
   static std::exception_ptr release(exception_box *box) noexcept {
     if (box == nullptr) {
       return nullptr;
@@ -43,6 +45,7 @@ public:
     delete box;
     return e;
   }
+  /// Frees `box` (null allowed) and its exception.
   static void destroy(exception_box *box) noexcept { (void)release(box); }
 
 private:
@@ -145,10 +148,10 @@ struct frame_base {
   std::atomic<exception_box *> m_exception{nullptr}; ///< a child's exception, for the next join
   deferred_array *m_deferred = nullptr;          ///< stack arrays unwound while the task was stolen
   std::atomic<std::uint32_t> m_joins{join_init}; ///< split join counter (see protocols.md)
-  std::uint32_t m_steals = 0; ///< continuations stolen in this scope (runner only)
-  frame_kind m_kind = frame_kind::called;
-  bool m_unjoined = false; ///< forked since the last join
-  bool m_at_final = false; ///< waiting in final suspend for stolen children
+  std::uint32_t m_steals = 0;             ///< continuations stolen in this scope (runner only)
+  frame_kind m_kind = frame_kind::called; ///< how the task was started
+  bool m_unjoined = false;                ///< forked since the last join
+  bool m_at_final = false;                ///< waiting in final suspend for stolen children
   /// Nothing in the frame needs destroying once the body has finished (promise and parameter
   /// copies are trivially destructible), so the frame's bytes can be released without the
   /// coroutine's destroy path.

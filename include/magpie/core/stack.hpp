@@ -22,7 +22,8 @@ namespace magpie::core {
 /// Hooks through which stacklets are allocated (tests inject failures here). `allocate` may throw
 /// (e.g. std::bad_alloc); a throw surfaces at the fork/call that needed the memory.
 struct stacklet_allocator {
-  void *(*allocate)(std::size_t bytes);
+  void *(*allocate)(std::size_t bytes); ///< returns at least `bytes` bytes aligned to 64, or throws
+  /// Frees what `allocate` returned, given the same `bytes`.
   void (*deallocate)(void *ptr, std::size_t bytes) noexcept;
 };
 
@@ -87,9 +88,13 @@ class stacklet {
 public:
   static constexpr std::size_t alignment = 16; ///< every allocation is aligned to this
 
+  /// The first usable byte, right after the header.
   std::byte *base() noexcept { return reinterpret_cast<std::byte *>(this + 1); }
+  /// One past the last usable byte.
   std::byte *end() noexcept { return base() + m_capacity; }
+  /// Usable bytes after the header.
   std::size_t capacity() const noexcept { return m_capacity; }
+  /// The segment below this one, or null for a chain's first.
   stacklet *prev() const noexcept { return m_prev; }
 
   /// Allocates a stacklet with at least `capacity` usable bytes through the installed hooks.
@@ -225,6 +230,7 @@ public:
     m_end = top->end();
   }
 
+  /// `n` rounded up to stacklet::alignment.
   static constexpr std::size_t round_up(std::size_t n) noexcept {
     return (n + stacklet::alignment - 1) & ~(stacklet::alignment - 1);
   }

@@ -70,15 +70,22 @@ public:
     s.deallocate(header);
   }
 
+  /// The first element (null when empty).
   T *data() const noexcept { return m_data; }
+  /// Number of elements.
   std::size_t size() const noexcept { return m_size; }
+  /// True if the array has no elements.
   bool empty() const noexcept { return m_size == 0; }
+  /// Element `i`; `i < size()` (checked in debug builds).
   T &operator[](std::size_t i) const noexcept {
     MAGPIE_ASSERT(i < m_size, "magpie::stack_array index out of range");
     return m_data[i];
   }
+  /// Iterator to the first element.
   T *begin() const noexcept { return m_data; }
+  /// Iterator past the last element.
   T *end() const noexcept { return m_data + m_size; }
+  /// The elements as a span.
   std::span<T> span() const noexcept { return {m_data, m_size}; }
 
 private:
@@ -138,11 +145,15 @@ private:
 /// What `co_await stack_alloc<T>(n)` becomes inside a task.
 template <typename T>
 struct stack_alloc_awaitable {
-  frame_base *m_owner;
-  std::size_t m_count;
+  frame_base *m_owner; ///< the task that allocates
+  std::size_t m_count; ///< number of elements
 
+  /// Never suspends: the allocation happens in await_resume.
   bool await_ready() const noexcept { return true; }
+  /// Not called (await_ready is true).
   void await_suspend(std::coroutine_handle<>) const noexcept {}
+  /// Allocates and value-initialises the array; throws what the stacklet allocator or T's
+  /// constructor throws.
   stack_array<T> await_resume() const { return stack_array<T>(m_owner, m_count); }
 };
 

@@ -145,8 +145,8 @@ template <typename T>
 class [[nodiscard(
     "pass async functions to magpie::fork/call/sync_wait; do not call them directly")]] task {
 public:
-  using value_type = T;
-  using promise_type = detail::promise<T>;
+  using value_type = T;                    ///< the type the async function co_returns
+  using promise_type = detail::promise<T>; ///< the coroutine promise (internal)
 
   task(task const &) = delete;
   task &operator=(task const &) = delete;

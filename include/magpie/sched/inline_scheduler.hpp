@@ -50,6 +50,7 @@ public:
     }
     core::set_this_context(previous);
   }
+  /// Nothing to account for: submit_root returns only when the root has completed.
   void finish_root() noexcept {}
 
   /// executor: counts a task suspending on this scheduler. Never throws.

@@ -62,6 +62,9 @@ struct worker;
 /// the executor (core/context.hpp) of its workers: tasks suspended on them come back through it.
 class pool : public core::executor {
 public:
+  /// Starts `workers` threads (0 means std::thread::hardware_concurrency()) with the given idle
+  /// policy. If a thread or an allocation fails, stops and joins those already started, then
+  /// throws.
   pool(std::size_t workers, idle_policy policy);
   pool(pool const &) = delete;
   pool &operator=(pool const &) = delete;
@@ -70,6 +73,7 @@ public:
 
   /// Number of worker threads.
   std::size_t size() const noexcept;
+  /// Whether idle workers spin or sleep.
   idle_policy policy() const noexcept { return m_policy; }
 
   /// Hands a root job to some worker, preferring an idle one, at priority `p` (see `priority`).

@@ -99,6 +99,7 @@ public:
   /// How many tasks and threads wait to send, and to receive, now (snapshots, for diagnostics and
   /// tests).
   std::size_t waiting_senders() noexcept { return detail::locked_size(m_lock, m_senders); }
+  /// How many tasks and threads wait to receive now (a snapshot, as waiting_senders()).
   std::size_t waiting_receivers() noexcept { return detail::locked_size(m_lock, m_receivers); }
 
   /// Closes the channel: sends from now on fail, waiting senders are released with failure
@@ -139,12 +140,16 @@ public:
 
   /// The awaitable of send(). Internal.
   struct send_awaitable : detail::wait_awaitable<send_awaitable> {
+    /// The channel waited on.
     channel *m_channel = nullptr;
     T *m_value = nullptr;  ///< in the request, which outlives the co_await
     bool m_waited = false; ///< queued: the result is in m_slot
     bool m_sent = false;   ///< the result when not queued
 
+    /// Fast path, from await_ready: succeeds without suspending when it can
+    /// (sync/detail/waiter.hpp).
     bool try_now() noexcept { return decide(m_channel->send_locked(*m_value)); }
+    /// Slow path, under the lock: succeeds now (true), or queues `w` to be resumed later (false).
     bool try_or_enqueue(detail::waiter &w) noexcept {
       // Set before: once queued (send_locked's unlock), the task may be resumed elsewhere at any
       // moment and this awaitable must not be touched any more.
@@ -169,9 +174,13 @@ public:
 
   /// What send() returns; co_await it in a magpie task. Holds the value until it is sent.
   struct [[nodiscard("co_await it")]] send_request {
+    /// Marks the request as awaitable inside a magpie task.
     using magpie_awaitable = void;
+    /// The channel waited on.
     channel *m_channel;
+    /// The value to send (moved into the channel, or to a receiver).
     T m_value;
+    /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
     send_awaitable magpie_bind(core::frame_base &self) && {
       send_awaitable a;
       a.m_channel = m_channel;
@@ -189,13 +198,19 @@ public:
 
   /// The awaitable of receive(). Internal.
   struct receive_awaitable : detail::wait_awaitable<receive_awaitable> {
+    /// The channel waited on.
     channel *m_channel = nullptr;
+    /// The value received, or empty once the channel is closed and drained.
     std::optional<T> m_result;
 
+    /// Fast path, from await_ready: succeeds without suspending when it can
+    /// (sync/detail/waiter.hpp).
     bool try_now() noexcept { return decide(m_channel->receive_locked(m_result)); }
+    /// Slow path, under the lock: succeeds now (true), or queues `w` to be resumed later (false).
     bool try_or_enqueue(detail::waiter &w) noexcept {
       return decide(m_channel->receive_locked(m_result, &w));
     }
+    /// What the co_await returns.
     std::optional<T> resume_value() noexcept { return std::move(m_result); }
 
   private:
@@ -207,8 +222,11 @@ public:
 
   /// What receive() returns; co_await it in a magpie task.
   struct [[nodiscard("co_await it")]] receive_request {
+    /// Marks the request as awaitable inside a magpie task.
     using magpie_awaitable = void;
+    /// The channel waited on.
     channel *m_channel;
+    /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
     receive_awaitable magpie_bind(core::frame_base &self) && {
       receive_awaitable a;
       a.m_channel = m_channel;

@@ -64,9 +64,15 @@ public:
 
   /// The awaitable of wait(m): queue on the condition variable, then unlock m. Internal.
   struct wait_awaitable : detail::wait_awaitable<wait_awaitable> {
+    /// The condition variable waited on.
     condition_variable *m_cv = nullptr;
+    /// The mutex that the waiter holds: unlocked while it waits, locked again before the wait
+    /// returns.
     sync::mutex *m_mutex = nullptr;
+    /// Fast path, from await_ready: succeeds without suspending when it can
+    /// (sync/detail/waiter.hpp).
     bool try_now() const noexcept { return false; } // a wait always waits for a notify
+    /// Slow path, under the lock: succeeds now (true), or queues `w` to be resumed later (false).
     bool try_or_enqueue(detail::waiter &w) noexcept {
       sync::mutex *m = m_mutex; // a local: after enqueue, this awaitable may be gone
       m_cv->enqueue(w, *m);
@@ -80,9 +86,14 @@ public:
 
   /// What wait(m) returns; co_await it in a magpie task.
   struct [[nodiscard("co_await it")]] wait_request {
+    /// Marks the request as awaitable inside a magpie task.
     using magpie_awaitable = void;
+    /// The condition variable waited on.
     condition_variable *m_cv;
+    /// The mutex that the waiter holds: unlocked while it waits, locked again before the wait
+    /// returns.
     sync::mutex *m_mutex;
+    /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
     wait_awaitable magpie_bind(core::frame_base &self) && {
       MAGPIE_CHECK(m_mutex != nullptr, "magpie::condition_variable::wait: the guard owns no lock");
       wait_awaitable a;

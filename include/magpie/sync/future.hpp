@@ -210,11 +210,15 @@ class [[nodiscard("a discarded future detaches its task; keep it to read the res
 
 public:
   using magpie_awaitable = void; ///< `co_await f` inside a magpie task
+  /// The type of the spawned task's result.
   using value_type = T;
 
   /// An empty future (valid() is false).
   future() noexcept = default;
+  /// Takes over `other`'s task; `other` becomes empty.
   future(future &&) noexcept = default;
+  /// Detaches the task this future holds, if any (as the destructor does), then takes over
+  /// `other`'s.
   future &operator=(future &&) noexcept = default;
   /// Detaches: see the top of this file. Never blocks.
   ~future() = default;

@@ -22,7 +22,9 @@ public:
   basic_guard() noexcept = default;
   /// Adopts a lock of the guard's kind that the caller holds on `m`.
   basic_guard(Mutex &m, std::adopt_lock_t) noexcept : m_mutex(&m) {}
+  /// Takes over `other`'s lock; `other` owns nothing afterwards.
   basic_guard(basic_guard &&other) noexcept : m_mutex(std::exchange(other.m_mutex, nullptr)) {}
+  /// Releases the lock this guard owns, if any, then takes over `other`'s.
   basic_guard &operator=(basic_guard &&other) noexcept {
     if (this != &other) {
       reset();

@@ -96,16 +96,24 @@ public:
 
   /// The awaitable of wait() and arrive_and_wait(). Internal.
   struct wait_awaitable : detail::wait_awaitable<wait_awaitable> {
+    /// The latch waited on.
     latch *m_latch = nullptr;
+    /// Fast path, from await_ready: succeeds without suspending when it can
+    /// (sync/detail/waiter.hpp).
     bool try_now() noexcept { return m_latch->try_wait(); }
+    /// Slow path, under the lock: succeeds now (true), or queues `w` to be resumed later (false).
     bool try_or_enqueue(detail::waiter &w) noexcept { return m_latch->pass_or_enqueue(w); }
   };
 
   /// What wait() and arrive_and_wait() return; co_await it in a magpie task.
   struct [[nodiscard("co_await it")]] wait_request {
+    /// Marks the request as awaitable inside a magpie task.
     using magpie_awaitable = void;
+    /// The latch waited on.
     latch *m_latch;
+    /// How much to count down before waiting (0 for wait(), n for arrive_and_wait(n)).
     std::ptrdiff_t m_arrive;
+    /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
     wait_awaitable magpie_bind(core::frame_base &self) && {
       wait_awaitable a;
       a.m_latch = m_latch;

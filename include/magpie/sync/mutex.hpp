@@ -52,8 +52,11 @@ public:
 
   /// What lock() returns; co_await it in a magpie task.
   struct [[nodiscard("co_await it")]] lock_request {
+    /// Marks the request as awaitable inside a magpie task.
     using magpie_awaitable = void;
+    /// The mutex to lock.
     mutex *m_mutex;
+    /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
     detail::take_awaitable magpie_bind(core::frame_base &self) && {
       detail::take_awaitable a;
       a.m_permits = &m_mutex->m_permits;
@@ -63,18 +66,26 @@ public:
 
   /// The awaitable of scoped_lock(): lock, then hand the lock to a guard. Internal.
   struct guard_awaitable : detail::wait_awaitable<guard_awaitable> {
+    /// The mutex to lock.
     mutex *m_mutex = nullptr;
+    /// Fast path, from await_ready: succeeds without suspending when it can
+    /// (sync/detail/waiter.hpp).
     bool try_now() noexcept { return m_mutex->m_permits.try_take(); }
+    /// Slow path, under the lock: succeeds now (true), or queues `w` to be resumed later (false).
     bool try_or_enqueue(detail::waiter &w) noexcept {
       return m_mutex->m_permits.take_or_enqueue(w);
     }
+    /// What the co_await returns.
     unique_guard<mutex> resume_value() const noexcept { return {*m_mutex, std::adopt_lock}; }
   };
 
   /// What scoped_lock() returns; co_await it in a magpie task.
   struct [[nodiscard("co_await it")]] scoped_lock_request {
+    /// Marks the request as awaitable inside a magpie task.
     using magpie_awaitable = void;
+    /// The mutex to lock.
     mutex *m_mutex;
+    /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
     guard_awaitable magpie_bind(core::frame_base &self) && {
       guard_awaitable a;
       a.m_mutex = m_mutex;

@@ -45,8 +45,11 @@ public:
 
   /// What acquire() returns; co_await it in a magpie task.
   struct [[nodiscard("co_await it")]] acquire_request {
+    /// Marks the request as awaitable inside a magpie task.
     using magpie_awaitable = void;
+    /// The semaphore waited on.
     semaphore *m_sem;
+    /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
     detail::take_awaitable magpie_bind(core::frame_base &self) && {
       detail::take_awaitable a;
       a.m_permits = &m_sem->m_permits;

@@ -50,11 +50,16 @@ public:
   /// The awaitable of every lock request; `Guard` is what the co_await returns. Internal.
   template <bool Exclusive, typename Guard>
   struct lock_awaitable : detail::wait_awaitable<lock_awaitable<Exclusive, Guard>> {
+    /// The shared_mutex to lock.
     shared_mutex *m_mutex = nullptr;
+    /// Fast path, from await_ready: succeeds without suspending when it can
+    /// (sync/detail/waiter.hpp).
     bool try_now() noexcept { return m_mutex->try_take(Exclusive); }
+    /// Slow path, under the lock: succeeds now (true), or queues `w` to be resumed later (false).
     bool try_or_enqueue(detail::waiter &w) noexcept {
       return m_mutex->take_or_enqueue(w, Exclusive);
     }
+    /// What the co_await returns.
     Guard resume_value() const noexcept {
       if constexpr (!std::is_void_v<Guard>) {
         return Guard(*m_mutex, std::adopt_lock);
@@ -65,8 +70,11 @@ public:
   /// What the lock functions return; co_await it in a magpie task.
   template <bool Exclusive, typename Guard>
   struct [[nodiscard("co_await it")]] lock_request {
+    /// Marks the request as awaitable inside a magpie task.
     using magpie_awaitable = void;
+    /// The shared_mutex to lock.
     shared_mutex *m_mutex;
+    /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
     lock_awaitable<Exclusive, Guard> magpie_bind(core::frame_base &self) && {
       lock_awaitable<Exclusive, Guard> a;
       a.m_mutex = m_mutex;

@@ -94,8 +94,11 @@ class resume_handle {
 public:
   /// An empty handle.
   resume_handle() noexcept = default;
+  /// Takes over `other`'s right to resume; `other` becomes empty.
   resume_handle(resume_handle &&other) noexcept
       : m_suspension(std::exchange(other.m_suspension, nullptr)) {}
+  /// Resumes the task this handle still holds, if any, with abandoned_wait (as the destructor
+  /// does), then takes over `other`'s right.
   resume_handle &operator=(resume_handle &&other) noexcept {
     if (this != &other) {
       abandon();
@@ -153,8 +156,8 @@ private:
 /// The awaitable of suspend(fn), bound to its task. Lives in the task's frame.
 template <typename Fn>
 struct suspend_awaitable : detail::suspension {
-  Fn m_fn;
-  core::frame_base *m_frame;
+  Fn m_fn;                       ///< the callable that receives the resume_handle
+  core::frame_base *m_frame;     ///< the suspending task
   std::exception_ptr m_fn_error; ///< what fn threw
 
   /// Counts the task as held by its scheduler (last: if that throws, nothing is held).
@@ -163,9 +166,11 @@ struct suspend_awaitable : detail::suspension {
     home->hold(); // may throw pool_closed
   }
 
+  /// Always suspends.
   bool await_ready() const noexcept { return false; }
 
   MAGPIE_CORO_SUSPEND_NOINLINE std::coroutine_handle<>
+  /// Parks the task, calls fn with its resume_handle, and continues the worker with other work.
   await_suspend(std::coroutine_handle<>) noexcept {
     core::context &worker = core::ext::worker_of(*m_frame);
     m_run = &detail::suspension::run;
@@ -194,6 +199,7 @@ struct suspend_awaitable : detail::suspension {
     return core::ext::continue_after(worker);
   }
 
+  /// Rethrows what fn threw, or the error the task was resumed with.
   void await_resume() {
     if (m_fn_error != nullptr) [[unlikely]] {
       std::rethrow_exception(std::move(m_fn_error));
@@ -207,9 +213,10 @@ struct suspend_awaitable : detail::suspension {
 /// The request that suspend(fn) returns; bound to the awaiting task by co_await.
 template <typename Fn>
 struct [[nodiscard("co_await it")]] suspend_request {
-  using magpie_awaitable = void;
-  Fn m_fn;
+  using magpie_awaitable = void; ///< marks this type as awaitable inside a magpie task
+  Fn m_fn;                       ///< the callable that receives the resume_handle
 
+  /// Binds to the awaiting task (throws std::logic_error inside a fork-join scope).
   suspend_awaitable<Fn> magpie_bind(core::frame_base &self) && {
     if (core::ext::in_fork_join_scope(self)) {
       throw std::logic_error("magpie::suspend (or a waiting primitive) inside a fork-join scope: "
