@@ -38,12 +38,13 @@ struct options {
   std::string pool = "lazy";    ///< magpie only: lazy | busy
   bool star = false;            ///< UTS only: magpie* (child results in stack_alloc arrays)
   double max_seconds = 0;       ///< if > 0: fewer reps (never < 3) when the first rep predicts more
+  std::string variant;          ///< a runtime's variant (zipf: omp static|dynamic|guided, ...)
 };
 
 [[noreturn]] inline void usage(char const *argv0, char const *why) {
   std::fprintf(stderr,
                "%s: %s\nusage: %s [--size NAME] [--workers P] [--reps R] [--warmup W] "
-               "[--max-seconds S] [--pool lazy|busy] [--star]\n",
+               "[--max-seconds S] [--pool lazy|busy] [--star] [--variant NAME]\n",
                argv0, why, argv0);
   std::exit(2);
 }
@@ -70,6 +71,8 @@ inline options parse_options(int argc, char **argv) {
       o.pool = value();
     } else if (a == "--max-seconds") {
       o.max_seconds = std::atof(value());
+    } else if (a == "--variant") {
+      o.variant = value();
     } else if (a == "--star") {
       o.star = true;
     } else {
