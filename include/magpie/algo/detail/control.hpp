@@ -125,10 +125,15 @@ public:
 private:
   loop_control const *m_parent;
   std::stop_token m_token;
-  alignas(64) std::atomic<bool> m_stop{false};
+  // Padding, not alignas: the control lives in a coroutine frame on magpie's stack, which is only
+  // 16-byte aligned. 64 bytes apart, the read-mostly fields, the stop flag and the chunk size that
+  // calibration writes never share a cache line.
+  [[maybe_unused]] char m_pad0[64] = {};
+  std::atomic<bool> m_stop{false};
   std::atomic<bool> m_failed{false};
   std::exception_ptr m_error; // written once, by the winner of m_failed
-  alignas(64) std::atomic<std::size_t> m_chunk;
+  [[maybe_unused]] char m_pad1[64] = {};
+  std::atomic<std::size_t> m_chunk;
   std::atomic<bool> m_settled;
   bool m_fixed;
 };
