@@ -17,10 +17,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
-#include <numeric>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -39,27 +39,17 @@ struct size {
 };
 
 inline constexpr size sizes[] = {
-    {"reduce", op::reduce, 10'000'000},     {"scan", op::scan, 10'000'000},
-    {"sort", op::sort, 1'000'000},          {"find", op::find, 10'000'000},
+    {"reduce", op::reduce, 10'000'000},      {"scan", op::scan, 10'000'000},
+    {"sort", op::sort, 1'000'000},           {"find", op::find, 10'000'000},
     {"reduce-1e8", op::reduce, 100'000'000}, {"scan-1e8", op::scan, 100'000'000},
-    {"sort-1e7", op::sort, 10'000'000},     {"find-1e8", op::find, 100'000'000},
+    {"sort-1e7", op::sort, 10'000'000},      {"find-1e8", op::find, 100'000'000},
 };
 
 inline size const &find_size(std::string const &s) {
-  for (auto const &z : sizes) {
-    if (s == z.name) {
-      return z;
-    }
-  }
-  bench::unknown_size(problem_name, s);
+  return bench::find_named(sizes, s, problem_name);
 }
 
-inline std::uint64_t splitmix64(std::uint64_t &state) noexcept {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
+using bench::splitmix64;
 
 using clock_type = std::chrono::steady_clock;
 

@@ -12,7 +12,9 @@ int main(int argc, char **argv) {
   bench::tbb_runtime rt(o);
   auto const par = std::execution::par;
   auto ops = algo_bench::ops{
-      [&](auto const &v) { return rt.run([&] { return std::reduce(par, v.begin(), v.end(), 0.0); }); },
+      [&](auto const &v) {
+        return rt.run([&] { return std::reduce(par, v.begin(), v.end(), 0.0); });
+      },
       [&](auto const &in, auto &out) {
         rt.run([&] { std::inclusive_scan(par, in.begin(), in.end(), out.begin()); });
       },

@@ -226,6 +226,27 @@ int measure(options const &o, std::string_view problem, std::string_view runtime
   return failed ? 1 : 0;
 }
 
+/// SplitMix64: the benchmarks' deterministic random numbers (BENCHMARKS.md).
+inline std::uint64_t splitmix64(std::uint64_t &state) noexcept {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+[[noreturn]] inline void unknown_size(std::string_view problem, std::string const &size);
+
+/// The entry of `sizes` (an array of structs with a `name`) called `name`; exits if none is.
+template <typename Sizes>
+auto const &find_named(Sizes const &sizes, std::string const &name, std::string_view problem) {
+  for (auto const &z : sizes) {
+    if (name == z.name) {
+      return z;
+    }
+  }
+  unknown_size(problem, name);
+}
+
 /// Exits with a message when a size name is unknown.
 [[noreturn]] inline void unknown_size(std::string_view problem, std::string const &size) {
   std::fprintf(stderr, "%.*s: unknown size '%s'\n", static_cast<int>(problem.size()),

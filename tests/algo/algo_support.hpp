@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "common/test_support.hpp"
@@ -19,6 +20,15 @@ decltype(auto) with_scheduler(any_scheduler &s, F &&f) {
   }
   return f(*s.pool());
 }
+
+/// Fixture of the algorithm tests: `on(f)` calls f with the test's scheduler.
+class algo_test : public scheduler_test {
+protected:
+  template <typename F>
+  decltype(auto) on(F &&f) {
+    return with_scheduler(m_sched, std::forward<F>(f));
+  }
+};
 
 /// 0, 1, small primes and a large size (smaller under sanitizers).
 inline std::vector<std::size_t> algo_sizes() {

@@ -17,13 +17,7 @@
 namespace magpie::test {
 namespace {
 
-class algo_control : public scheduler_test {
-protected:
-  template <typename F>
-  decltype(auto) on(F &&f) {
-    return with_scheduler(m_sched, std::forward<F>(f));
-  }
-};
+using algo_control = algo_test;
 
 using clock_type = std::chrono::steady_clock;
 

@@ -14,13 +14,7 @@
 namespace magpie::test {
 namespace {
 
-class algo_results : public scheduler_test {
-protected:
-  template <typename F>
-  decltype(auto) on(F &&f) {
-    return with_scheduler(m_sched, std::forward<F>(f));
-  }
-};
+using algo_results = algo_test;
 
 TEST_P(algo_results, for_each_runs_every_iteration_once) {
   for (std::size_t n : algo_sizes()) {
