@@ -40,6 +40,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # ----------------------------------------------------------------------------------------------
 # What there is to run. Sizes are names understood by bench/<problem>/problem.hpp.
 
+ZIPF_COUNTS = ["64", "100", "128", "512", "1024", "2048"]
+ZIPF_SIZES = ZIPF_COUNTS + [f"uniform-{n}" for n in ZIPF_COUNTS]
+LOOPS = {"zipf"}  # problems of the parallel-loop runtimes below
+ALGOS = {"algo"}
+
 PROBLEMS: dict[str, dict] = {
     "fib": {"default": ["default"], "paper": ["paper"]},
     "integrate": {"default": ["default"], "paper": ["paper"]},
@@ -50,8 +55,10 @@ PROBLEMS: dict[str, dict] = {
         "paper": ["T1-paper", "T1L-paper", "T1XXL-paper", "T3-paper", "T3L-paper", "T3XXL-paper"],
     },
     "skynet": {"default": ["default"], "paper": ["paper"]},
-    "zipf": {"default": ["512", "1024", "2048", "uniform-1024"],
-             "paper": ["512", "1024", "2048", "uniform-1024"]},
+    "zipf": {"default": ZIPF_SIZES, "paper": ZIPF_SIZES},
+    # The parallel algorithms (bench/algo): --paper runs the issue's sizes (0.8-1.6 GB of memory).
+    "algo": {"default": ["reduce", "scan", "sort", "find"],
+             "paper": ["reduce-1e8", "scan-1e8", "sort-1e7", "find-1e8"]},
     # issue 9: skynet with 10^6 leaves the carb.tasking ways (bench/sync/skynet_tasks.cpp)
     "skynet-tasks": {"default": ["6"], "paper": ["6"]},
     # bench/sync: magpie::mutex vs std::mutex (the size names the lock), magpie pools only
@@ -68,13 +75,21 @@ RUNTIMES: dict[str, tuple[str, list[str], set[str] | None]] = {
     "magpie*-lazy": ("magpie", ["--pool", "lazy", "--star"], {"uts"}),
     "magpie*-busy": ("magpie", ["--pool", "busy", "--star"], {"uts"}),
     "tbb": ("tbb", [], None),
-    "omp": ("omp", [], None),
+    "omp": ("omp", [], LOOPS | {"fib", "integrate", "matmul", "nqueens", "uts", "skynet"}),
+    # Loop schedulers of the Zipf comparison (the article's runtimes) and std::execution::par.
+    "tbb-simple": ("tbb", ["--variant", "simple"], LOOPS),
+    "omp-static": ("omp", ["--variant", "static"], LOOPS),
+    "omp-guided": ("omp", ["--variant", "guided"], LOOPS),
+    "pstl": ("pstl", [], LOOPS | ALGOS),
+    "naive": ("naive", [], LOOPS),
+    "ws-deque": ("wsdeque", [], LOOPS),
     "magpie-futures-lazy": ("magpie-futures", ["--pool", "lazy"], {"skynet-tasks"}),
     "magpie-group-lazy": ("magpie-group", ["--pool", "lazy"], {"skynet-tasks"}),
     "magpie-counter-lazy": ("magpie-counter", ["--pool", "lazy"], {"skynet-tasks"}),
     "async": ("async", [], {"skynet-tasks"}),
 }
 DEFAULT_RUNTIMES = ["serial", "magpie-lazy", "magpie-busy", "magpie*-lazy", "tbb", "omp",
+                    "tbb-simple", "omp-static", "omp-guided", "pstl", "naive", "ws-deque",
                     "magpie-futures-lazy", "magpie-group-lazy", "magpie-counter-lazy", "async"]
 BASELINE = "magpie-lazy"  # the "ratio" column compares with this runtime
 NOISE_CORES = 0.15  # other processes using more than this many cores during a measurement: noisy
@@ -272,6 +287,7 @@ def analyse(rows: list[dict]) -> tuple[list[dict], list[str]]:
                 loops = r["loops_per_rep"]
                 r["loops_per_s"] = loops / r["median_s"]
                 r["nominal_efficiency"] = loops * r["nominal_loop_s"] / (r["workers"] * r["median_s"])
+                r["ops_per_s"] = loops * int(size.split("-")[-1]) / r["median_s"]  # iterations/s
         for r in group:
             if r.get("check") == "FAIL":
                 failures.append(f"{problem} {size} {r['runtime']} P={r['workers']}: {r.get('note', 'FAIL')}")
@@ -295,7 +311,8 @@ def summary_table(rows: list[dict]) -> str:
     for r in rows:
         extra = ""
         if "loops_per_s" in r:
-            extra = f"  ({r['loops_per_s']:.0f} loops/s, nominal eff {r['nominal_efficiency']:.2f})"
+            extra = (f"  ({r['loops_per_s']:.0f} loops/s, {r['ops_per_s']:.0f} ops/s, "
+                     f"nominal eff {r['nominal_efficiency']:.2f})")
         elif "ns_per_section" in r:
             extra = f"  ({r['ns_per_section']:.1f} ns per critical section)"
         lines.append([
@@ -343,9 +360,55 @@ def mrss_fits(rows: list[dict], workers: list[int]) -> str:
 # Plots (in the style of the paper's figures 5–7)
 
 COLORS = {"serial": "black", "magpie-lazy": "tab:blue", "magpie-busy": "tab:cyan",
-          "magpie*-lazy": "tab:purple", "magpie*-busy": "tab:pink", "tbb": "tab:green", "omp": "tab:red"}
+          "magpie*-lazy": "tab:purple", "magpie*-busy": "tab:pink", "tbb": "tab:green", "omp": "tab:red",
+          "tbb-simple": "olive", "omp-static": "tab:orange", "omp-guided": "salmon", "pstl": "tab:brown",
+          "naive": "tab:gray", "ws-deque": "gold"}
 MARKERS = {"serial": "x", "magpie-lazy": "o", "magpie-busy": "s", "magpie*-lazy": "D",
-           "magpie*-busy": "d", "tbb": "^", "omp": "v"}
+           "magpie*-busy": "d", "tbb": "^", "omp": "v", "tbb-simple": "<", "omp-static": ">",
+           "omp-guided": "P", "pstl": "*", "naive": "h", "ws-deque": "X"}
+
+
+def plot_zipf(rows: list[dict], outdir: Path, title: str) -> list[str]:
+    """zipf_efficiency.png: nominal efficiency Σcost/(P·wall) against N, skewed and uniform costs,
+    one line per runtime, at the largest worker count measured."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    z = [r for r in rows if r["problem"] == "zipf" and "nominal_efficiency" in r]
+    if not z:
+        return []
+    p = max(r["workers"] for r in z)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), squeeze=False)
+    for ax, uniform in zip(axes.flat, (False, True)):
+        for rt in RUNTIMES:
+            pts = [r for r in z if r["runtime"] == rt and r["workers"] == p
+                   and r["size"].startswith("uniform-") == uniform]
+            if not pts or rt == "serial":
+                continue
+            pts.sort(key=lambda r: int(r["size"].split("-")[-1]))
+            ax.plot([int(r["size"].split("-")[-1]) for r in pts], [r["nominal_efficiency"] for r in pts],
+                    color=COLORS[rt], marker=MARKERS[rt], ms=4, lw=1.2, label=rt)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("iterations per loop N")
+        ax.set_ylabel(f"efficiency Σcost / (P·wall), P = {p}", fontsize=8)
+        ax.set_title("uniform costs (the Zipf sample's mean)" if uniform else "Zipf costs (s = 1.5)", fontsize=10)
+        ax.axhline(1.0, color="grey", lw=0.6, ls="--")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    handles = {}
+    for ax in axes.flat:
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(l, h)
+    fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", ncol=6, fontsize=8,
+               frameon=False)
+    fig.suptitle(f"{title}: skewed parallel loop", fontsize=11)
+    fig.tight_layout(rect=(0, 0.1, 1, 0.95))
+    fig.savefig(outdir / "zipf_efficiency.png", dpi=110)
+    plt.close(fig)
+    return ["zipf_efficiency.png"]
 
 
 def plot(rows: list[dict], outdir: Path, title: str) -> list[str]:
@@ -597,7 +660,7 @@ def main(argv: list[str]) -> int:
         json.dump({"machine": info, "rows": rows}, f, indent=1)
     fields = ["problem", "size", "runtime", "workers", "median_s", "min_s", "max_s", "spread", "reps", "other_cores",
               "speedup", "efficiency", "maxrss_kib", "ratio_time", "ratio_rss", "check", "answer",
-              "loops_per_s", "nominal_efficiency", "ns_per_section", "times", "note", "command"]
+              "loops_per_s", "ops_per_s", "nominal_efficiency", "ns_per_section", "times", "note", "command"]
     with open(outdir / "results.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
@@ -608,6 +671,7 @@ def main(argv: list[str]) -> int:
     if not args.no_plots:
         try:
             plots = plot(rows, outdir, f"magpie bench ({info['compiler']}, {scale} sizes)")
+            plots += plot_zipf(rows, outdir, f"magpie bench ({info['compiler']})")
         except Exception as e:  # a plotting problem must not lose the measurements
             print(f"warning: plotting failed ({e!r}); the CSV/JSON results are complete")
 

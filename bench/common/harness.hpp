@@ -38,12 +38,13 @@ struct options {
   std::string pool = "lazy";    ///< magpie only: lazy | busy
   bool star = false;            ///< UTS only: magpie* (child results in stack_alloc arrays)
   double max_seconds = 0;       ///< if > 0: fewer reps (never < 3) when the first rep predicts more
+  std::string variant;          ///< a runtime's variant (zipf: omp static|dynamic|guided, ...)
 };
 
 [[noreturn]] inline void usage(char const *argv0, char const *why) {
   std::fprintf(stderr,
                "%s: %s\nusage: %s [--size NAME] [--workers P] [--reps R] [--warmup W] "
-               "[--max-seconds S] [--pool lazy|busy] [--star]\n",
+               "[--max-seconds S] [--pool lazy|busy] [--star] [--variant NAME]\n",
                argv0, why, argv0);
   std::exit(2);
 }
@@ -70,6 +71,8 @@ inline options parse_options(int argc, char **argv) {
       o.pool = value();
     } else if (a == "--max-seconds") {
       o.max_seconds = std::atof(value());
+    } else if (a == "--variant") {
+      o.variant = value();
     } else if (a == "--star") {
       o.star = true;
     } else {
@@ -221,6 +224,27 @@ int measure(options const &o, std::string_view problem, std::string_view runtime
                runtime.data(), o.size.c_str(), o.workers, sorted[sorted.size() / 2],
                verdicts.front().answer.c_str(), status, note.empty() ? "" : ": ", note.c_str());
   return failed ? 1 : 0;
+}
+
+/// SplitMix64: the benchmarks' deterministic random numbers (BENCHMARKS.md).
+inline std::uint64_t splitmix64(std::uint64_t &state) noexcept {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+[[noreturn]] inline void unknown_size(std::string_view problem, std::string const &size);
+
+/// The entry of `sizes` (an array of structs with a `name`) called `name`; exits if none is.
+template <typename Sizes>
+auto const &find_named(Sizes const &sizes, std::string const &name, std::string_view problem) {
+  for (auto const &z : sizes) {
+    if (name == z.name) {
+      return z;
+    }
+  }
+  unknown_size(problem, name);
 }
 
 /// Exits with a message when a size name is unknown.

@@ -4,6 +4,7 @@
 // magpie is a C++20 library for fine-grained fork–join parallelism: continuation stealing on
 // stackless coroutines whose frames live on per-worker segmented stacks. See README.md.
 
+#include "magpie/algo.hpp"
 #include "magpie/core.hpp"
 #include "magpie/sched.hpp"
 #include "magpie/sync.hpp"
@@ -29,6 +30,23 @@ using sched::priority;
 using sched::resume_on;
 using sched::sync_wait;
 using sched::this_worker_index;
+
+using algo::all_of;
+using algo::any_of;
+using algo::exclusive_scan;
+using algo::find_if;
+using algo::for_each;
+using algo::for_each_n;
+using algo::for_range;
+using algo::inclusive_scan;
+using algo::loop_options;
+using algo::none_of;
+using algo::reduce;
+using algo::sort;
+using algo::stable_sort;
+using algo::stop_requested;
+using algo::transform;
+using algo::transform_reduce;
 
 using sync::abandoned_wait;
 using sync::barrier;

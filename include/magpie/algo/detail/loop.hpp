@@ -1,0 +1,128 @@
+#pragma once
+// magpie/algo/detail/loop.hpp — the engine under every parallel algorithm: lazy binary splitting
+// of an index range [lo, hi) over magpie tasks (docs/algorithms.md, "Adaptive splitting").
+//
+// A task runs its range chunk by chunk. Before each chunk it looks at its worker's deque: if it is
+// empty, no thief can find work here, so the task splits — it forks the lower half of what is
+// left (which runs at once, on this worker) and keeps the upper half as its continuation, which a
+// hungry thief steals. A non-empty deque means a thief still has something to take: no split.
+// On one worker, or with no thief hungry, a range costs O(log n) forks and runs in index order.
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <exception>
+#include <iterator>
+#include <ranges>
+#include <type_traits>
+
+#include "magpie/algo/detail/control.hpp"
+#include "magpie/algo/options.hpp"
+#include "magpie/core/context.hpp"
+#include "magpie/core/fork.hpp"
+#include "magpie/core/task.hpp"
+
+namespace magpie::algo::detail {
+
+/// Whether this worker's deque holds nothing a thief could take (a thief may be hungry).
+inline bool deque_empty() noexcept {
+  core::context *ctx = core::this_context();
+  return ctx == nullptr || ctx->tasks().empty();
+}
+
+/// Runs chunks [lo, hi) of `body` (a callable `void(std::size_t lo, std::size_t hi)` that must
+/// not suspend), splitting on demand. Exceptions from `body` go to `ctl` (first one wins) and
+/// stop the loop; the caller rethrows them after the join.
+template <typename Body>
+core::task<void> split_range(loop_control *ctl, Body const *body, std::size_t lo, std::size_t hi) {
+  unsigned count = 1; // this task's chunks: every resample_every-th is timed
+  while (lo < hi && !ctl->stopped()) {
+    if constexpr (requires { body->skip_from(); }) {
+      if (lo >= body->skip_from()) {
+        break; // find_if: an earlier match makes the rest of this range irrelevant
+      }
+    }
+    std::size_t const chunk = ctl->chunk();
+    if (hi - lo >= 2 * chunk && deque_empty()) {
+      std::size_t const mid = lo + (hi - lo) / 2;
+      co_await core::fork(split_range<Body>, ctl, body, lo, mid);
+      lo = mid; // our continuation, which a thief may have stolen, takes the upper half
+      continue;
+    }
+    std::size_t const end = lo + std::min(chunk, hi - lo);
+    bool const timed = ctl->should_time(count++);
+    auto const t0 =
+        timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    try {
+      current_loop_scope scope(ctl);
+      (*body)(lo, end);
+    } catch (...) {
+      ctl->fail(std::current_exception());
+      break;
+    }
+    if (timed) {
+      ctl->observe(end - lo, std::chrono::steady_clock::now() - t0);
+    }
+    lo = end;
+  }
+  co_await core::join();
+}
+
+/// Runs `body` over [0, n) and rethrows the first exception of an iteration after every started
+/// chunk has finished. Algorithms await it with call() and then join() (which rethrows).
+template <typename Body>
+core::task<void> run_loop(loop_control *ctl, Body const *body, std::size_t n) {
+  if (n != 0) {
+    co_await core::call(split_range<Body>, ctl, body, std::size_t{0}, n);
+    co_await core::join(); // rethrows what the engine itself threw (an allocation failure)
+  }
+  ctl->rethrow_if_failed();
+}
+
+/// Never defined: the value returned after a failed require_random_access(), so that the
+/// static_assert is the only error reported.
+template <typename T>
+core::task<T> rejected_iterator();
+
+/// The index type of an iterator's random access.
+template <typename I>
+auto at(I const &first, std::size_t i) -> decltype(first[0]) {
+  return first[static_cast<std::iter_difference_t<I>>(i)];
+}
+
+template <typename I>
+I nth(I first, std::size_t i) {
+  return first + static_cast<std::iter_difference_t<I>>(i);
+}
+
+/// The compile-time check shared by every algorithm: a readable error for other iterators.
+template <typename I>
+consteval bool require_random_access() {
+  static_assert(std::random_access_iterator<I>,
+                "magpie's parallel algorithms need random-access iterators (pointers, "
+                "std::vector, std::array, std::deque, std::span, std::string iterators or "
+                "std::ranges::random_access_range): copy the elements of a std::list, std::set "
+                "or std::map into a std::vector first, or iterate over indices with "
+                "magpie::for_range");
+  return std::random_access_iterator<I>;
+}
+
+template <typename I>
+std::size_t count_between(I first, I last) {
+  return static_cast<std::size_t>(last - first);
+}
+
+/// The end of a random-access range as an iterator of its begin's type.
+template <typename R>
+auto end_of(R &&r) {
+  if constexpr (std::ranges::random_access_range<R>) {
+    return std::ranges::begin(r) + std::ranges::distance(r);
+  } else {
+    return std::ranges::begin(r); // rejected by require_random_access at the call
+  }
+}
+
+template <typename T>
+concept not_options = !std::same_as<std::remove_cvref_t<T>, loop_options>;
+
+} // namespace magpie::algo::detail

@@ -1,0 +1,131 @@
+#pragma once
+// magpie/algo/reduce.hpp — reduce and transform_reduce.
+//
+//   double s = magpie::reduce(pool, v.begin(), v.end());                 // 0.0 + Σ v
+//   long   n = magpie::transform_reduce(pool, v, 0L, std::plus<>{}, f);  // Σ f(x)
+//
+// `op` must be associative and commutative, as for std::reduce. The grouping is fixed by n and the
+// grain alone (detail/blocks.hpp): the result — floating point included — is the same on every
+// run, whatever the number of workers or the stealing. Cost: ≤ 2048 partial results on the task's
+// stack, one serial pass over them at the end.
+
+#include <cstddef>
+#include <functional>
+#include <iterator>
+#include <optional>
+#include <ranges>
+#include <utility>
+
+#include "magpie/algo/detail/blocks.hpp"
+#include "magpie/algo/detail/loop.hpp"
+#include "magpie/algo/options.hpp"
+#include "magpie/core/stack_alloc.hpp"
+#include "magpie/sched/sync_wait.hpp"
+
+namespace magpie::algo {
+
+namespace detail {
+
+template <typename I, typename T, typename Op, typename Tr>
+core::task<T> transform_reduce_impl(I first, std::size_t n, T init, Op op, Tr tr, loop_options opt,
+                                    loop_control const *parent) {
+  if (n == 0) {
+    co_return init;
+  }
+  block_plan const plan = plan_blocks(n, opt.grain);
+  auto partial = co_await core::stack_alloc<std::optional<T>>(plan.count);
+  loop_control ctl(0, std::move(opt.stop), parent);
+  auto body = [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t b = lo; b < hi; ++b) {
+      partial[b].emplace(block_reduce<T>(nth(first, plan.begin(b)), plan.length(b, n), op, tr));
+    }
+  };
+  co_await core::call(run_loop<decltype(body)>, &ctl, &body, plan.count);
+  co_await core::join();
+  T acc = std::move(init);
+  for (auto &p : partial) {
+    if (p) { // empty only for blocks skipped by a stop request
+      acc = std::invoke(op, std::move(acc), std::move(*p));
+    }
+  }
+  co_return acc;
+}
+
+} // namespace detail
+
+/// The type of magpie::transform_reduce: `init ⊕ tr(x₀) ⊕ … ⊕ tr(xₙ₋₁)` with ⊕ = `op`, or
+/// `init ⊕ (a₀ ⊗ b₀) ⊕ …` with ⊗ = `tr2` over two sequences (default ⊕ = +, ⊗ = ×).
+struct transform_reduce_fn {
+  template <std::input_or_output_iterator I, typename T, typename Op, typename Tr>
+  core::task<T> operator()(I first, I last, T init, Op op, Tr tr, loop_options opt = {}) const {
+    if constexpr (detail::require_random_access<I>()) {
+      return detail::transform_reduce_impl(first, detail::count_between(first, last),
+                                           std::move(init), std::move(op), std::move(tr),
+                                           std::move(opt), detail::current_loop());
+    } else {
+      return detail::rejected_iterator<T>();
+    }
+  }
+  template <sched::scheduler S, std::input_or_output_iterator I, typename T, typename Op,
+            typename Tr>
+  T operator()(S &s, I first, I last, T init, Op op, Tr tr, loop_options opt = {}) const {
+    if constexpr (detail::require_random_access<I>()) {
+      return sched::sync_wait(s, detail::transform_reduce_impl<I, T, Op, Tr>, first,
+                              detail::count_between(first, last), std::move(init), std::move(op),
+                              std::move(tr), std::move(opt), detail::current_loop());
+    } else {
+      return init;
+    }
+  }
+  /// Inner product: `init + Σ first1[i] * first2[i]`.
+  template <sched::scheduler S, std::input_or_output_iterator I1, std::input_or_output_iterator I2,
+            typename T>
+  T operator()(S &s, I1 first1, I1 last1, I2 first2, T init, loop_options opt = {}) const {
+    if constexpr (detail::require_random_access<I1>() && detail::require_random_access<I2>()) {
+      auto index = [first1, first2](std::size_t i) {
+        return detail::at(first1, i) * detail::at(first2, i);
+      };
+      return (*this)(s, std::views::iota(std::size_t{0}).begin(),
+                     std::views::iota(std::size_t{0}).begin() +
+                         static_cast<std::ptrdiff_t>(detail::count_between(first1, last1)),
+                     std::move(init), std::plus<>{}, index, std::move(opt));
+    } else {
+      return init;
+    }
+  }
+  template <sched::scheduler S, std::ranges::range R, typename T, typename Op, typename Tr>
+  T operator()(S &s, R &&r, T init, Op op, Tr tr, loop_options opt = {}) const {
+    return (*this)(s, std::ranges::begin(r), detail::end_of(r), std::move(init), std::move(op),
+                   std::move(tr), std::move(opt));
+  }
+};
+
+/// Parallel std::transform_reduce: see transform_reduce_fn.
+inline constexpr transform_reduce_fn transform_reduce{};
+
+/// The type of magpie::reduce: `init ⊕ x₀ ⊕ … ⊕ xₙ₋₁` (default init = value_type{}, ⊕ = +).
+struct reduce_fn {
+  template <std::input_or_output_iterator I, typename T = std::iter_value_t<I>,
+            typename Op = std::plus<>>
+  core::task<T> operator()(I first, I last, T init = T{}, Op op = {}, loop_options opt = {}) const {
+    return transform_reduce(first, last, std::move(init), std::move(op), detail::identity{},
+                            std::move(opt));
+  }
+  template <sched::scheduler S, std::input_or_output_iterator I, typename T = std::iter_value_t<I>,
+            typename Op = std::plus<>>
+  T operator()(S &s, I first, I last, T init = T{}, Op op = {}, loop_options opt = {}) const {
+    return transform_reduce(s, first, last, std::move(init), std::move(op), detail::identity{},
+                            std::move(opt));
+  }
+  template <sched::scheduler S, std::ranges::range R, typename T = std::ranges::range_value_t<R>,
+            typename Op = std::plus<>>
+  T operator()(S &s, R &&r, T init = T{}, Op op = {}, loop_options opt = {}) const {
+    return (*this)(s, std::ranges::begin(r), detail::end_of(r), std::move(init), std::move(op),
+                   std::move(opt));
+  }
+};
+
+/// Parallel std::reduce: see reduce_fn.
+inline constexpr reduce_fn reduce{};
+
+} // namespace magpie::algo

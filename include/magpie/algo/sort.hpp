@@ -1,0 +1,237 @@
+#pragma once
+// magpie/algo/sort.hpp — sort (unstable: parallel quicksort) and stable_sort (parallel merge
+// sort with a parallel merge).
+//
+//   magpie::sort(pool, v);                          // ascending, by operator<
+//   magpie::stable_sort(pool, v, std::greater<>{});
+//
+// sort: a quicksort whose partitions are serial and whose two sides run as parallel tasks; a
+// side shorter than the base size (2,048 elements, or the grain) is sorted by std::sort; a
+// recursion deeper than 2·log₂ n falls back to std::sort (an introsort: O(n log n) worst case).
+// Keys equal to the pivot are gathered once, so many equal keys cost no more than distinct ones.
+// stable_sort: sorts halves in parallel, then merges them with a parallel merge (split at the
+// longer run's middle, binary search in the other) through a buffer of n value_type elements
+// (value_type must be default-constructible and move-assignable). Work O(n log n); span
+// O(log³ n) for stable_sort, O(n) for sort (the first partition). An exception from the
+// comparator (or a move) is rethrown after every running task has finished; the range's order is
+// then unspecified, as it is after a stop request.
+
+#include <algorithm>
+#include <bit>
+#include <concepts>
+#include <cstddef>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <ranges>
+#include <utility>
+
+#include "magpie/algo/detail/loop.hpp"
+#include "magpie/algo/options.hpp"
+#include "magpie/sched/sync_wait.hpp"
+
+namespace magpie::algo {
+
+namespace detail {
+
+inline constexpr std::size_t sort_base = 2048;
+
+/// Moves the median of first[a], first[b], first[c] (by index) to first[0].
+template <typename I, typename Comp>
+void median_to_front(I first, std::size_t a, std::size_t b, std::size_t c, Comp &comp) {
+  auto less = [&](std::size_t x, std::size_t y) { return comp(at(first, x), at(first, y)); };
+  std::size_t m = less(a, b) ? (less(b, c) ? b : (less(a, c) ? c : a))
+                             : (less(a, c) ? a : (less(b, c) ? c : b));
+  std::iter_swap(first, nth(first, m));
+}
+
+template <typename I, typename Comp>
+core::task<void> quicksort(loop_control *ctl, I first, std::size_t n, Comp *comp, std::size_t base,
+                           int depth) {
+  while (n > base && !ctl->stopped()) {
+    std::size_t mid = 0;
+    try {
+      if (depth-- <= 0) {
+        std::sort(first, nth(first, n), *comp); // introsort: bounded worst case
+        n = 0;
+        break;
+      }
+      std::size_t const q = n / 4;
+      median_to_front(first, q, n / 2, n - 1 - q, *comp);
+      auto &pivot = *first; // stays put while [1, n) is partitioned
+      I const split = std::partition(nth(first, 1), nth(first, n),
+                                     [&](auto const &x) { return (*comp)(x, pivot); });
+      mid = static_cast<std::size_t>(split - first) - 1; // elements below the pivot
+      std::iter_swap(first, nth(first, mid));
+      if (mid == 0) { // nothing below the pivot: skip every key equal to it
+        I const equal_end = std::partition(nth(first, 1), nth(first, n),
+                                           [&](auto const &x) { return !(*comp)(*first, x); });
+        std::size_t const skip = static_cast<std::size_t>(equal_end - first);
+        first = nth(first, skip);
+        n -= skip;
+        continue;
+      }
+    } catch (...) {
+      ctl->fail(std::current_exception());
+      break;
+    }
+    // [0, mid) below the pivot, mid the pivot, (mid, n) the rest: the left side as a child, the
+    // right side as our continuation (a thief takes it).
+    co_await core::fork(quicksort<I, Comp>, ctl, first, mid, comp, base, depth);
+    first = nth(first, mid + 1);
+    n -= mid + 1;
+  }
+  if (n > 1 && n <= base && !ctl->stopped()) {
+    try {
+      std::sort(first, nth(first, n), *comp);
+    } catch (...) {
+      ctl->fail(std::current_exception());
+    }
+  }
+  co_await core::join();
+}
+
+template <typename I, typename Comp>
+core::task<void> sort_impl(I first, std::size_t n, Comp comp, loop_options opt,
+                           loop_control const *parent) {
+  loop_control ctl(opt.grain, std::move(opt.stop), parent);
+  std::size_t const base = opt.grain != 0 ? opt.grain : sort_base;
+  int const depth = 2 * static_cast<int>(std::bit_width(n));
+  co_await core::call(quicksort<I, Comp>, &ctl, first, n, &comp, base, depth);
+  co_await core::join();
+  ctl.rethrow_if_failed();
+}
+
+/// Merges sorted [a, a + na) and [b, b + nb) into out (moving), stably (a's before b's on ties).
+template <typename A, typename B, typename O, typename Comp>
+core::task<void> merge(loop_control *ctl, A a, std::size_t na, B b, std::size_t nb, O out,
+                       Comp *comp, std::size_t base) {
+  while (na + nb > base && na != 0 && nb != 0 && !ctl->stopped()) {
+    std::size_t ma = 0;
+    std::size_t mb = 0;
+    try {
+      if (na >= nb) {
+        ma = na / 2;
+        mb = static_cast<std::size_t>(std::lower_bound(b, nth(b, nb), at(a, ma), *comp) -
+                                      b); // b's < a[ma] go left
+      } else {
+        mb = nb / 2;
+        ma = static_cast<std::size_t>(std::upper_bound(a, nth(a, na), at(b, mb), *comp) -
+                                      a); // a's <= b[mb] go left
+      }
+    } catch (...) {
+      ctl->fail(std::current_exception());
+      break;
+    }
+    co_await core::fork(merge<A, B, O, Comp>, ctl, a, ma, b, mb, out, comp, base);
+    out = nth(out, ma + mb);
+    a = nth(a, ma);
+    b = nth(b, mb);
+    na -= ma;
+    nb -= mb;
+  }
+  if (!ctl->stopped()) {
+    try {
+      std::merge(std::make_move_iterator(a), std::make_move_iterator(nth(a, na)),
+                 std::make_move_iterator(b), std::make_move_iterator(nth(b, nb)), out, *comp);
+    } catch (...) {
+      ctl->fail(std::current_exception());
+    }
+  }
+  co_await core::join();
+}
+
+/// Sorts [first, first + n) stably; the result lands in `first` (ToBuffer = false) or in `buf`.
+template <bool ToBuffer, typename I, typename T, typename Comp>
+core::task<void> merge_sort(loop_control *ctl, I first, T *buf, std::size_t n, Comp *comp,
+                            std::size_t base) {
+  if (ctl->stopped()) {
+    co_return;
+  }
+  if (n <= base) {
+    try {
+      std::stable_sort(first, nth(first, n), *comp);
+      if constexpr (ToBuffer) {
+        std::move(first, nth(first, n), buf);
+      }
+    } catch (...) {
+      ctl->fail(std::current_exception());
+    }
+    co_return;
+  }
+  std::size_t const h = n / 2;
+  // Both halves land in the other array, then merge back into ours.
+  co_await core::fork(merge_sort<!ToBuffer, I, T, Comp>, ctl, first, buf, h, comp, base);
+  co_await core::call(merge_sort<!ToBuffer, I, T, Comp>, ctl, nth(first, h), buf + h, n - h, comp,
+                      base);
+  co_await core::join();
+  if constexpr (ToBuffer) {
+    co_await core::call(merge<I, I, T *, Comp>, ctl, first, h, nth(first, h), n - h, buf, comp,
+                        base);
+  } else {
+    co_await core::call(merge<T *, T *, I, Comp>, ctl, buf, h, buf + h, n - h, first, comp, base);
+  }
+  co_await core::join();
+}
+
+template <typename I, typename Comp>
+core::task<void> stable_sort_impl(I first, std::size_t n, Comp comp, loop_options opt,
+                                  loop_control const *parent) {
+  using T = std::iter_value_t<I>;
+  static_assert(std::default_initializable<T>,
+                "magpie::stable_sort needs a default-constructible value_type (it merges through "
+                "a buffer of n elements); use magpie::sort if stability is not needed");
+  if (n < 2) {
+    co_return;
+  }
+  loop_control ctl(opt.grain, std::move(opt.stop), parent);
+  std::size_t const base = opt.grain != 0 ? opt.grain : sort_base;
+  std::unique_ptr<T[]> buf(new T[n]); // freed after the join below (every task has finished)
+  co_await core::call(merge_sort<false, I, T, Comp>, &ctl, first, buf.get(), n, &comp, base);
+  co_await core::join();
+  ctl.rethrow_if_failed();
+}
+
+/// The shared shape of sort and stable_sort's function objects.
+template <bool Stable>
+struct sort_fn {
+  template <std::input_or_output_iterator I, typename Comp = std::ranges::less>
+  core::task<void> operator()(I first, I last, Comp comp = {}, loop_options opt = {}) const {
+    if constexpr (require_random_access<I>()) {
+      if constexpr (Stable) {
+        return stable_sort_impl(first, count_between(first, last), std::move(comp), std::move(opt),
+                                current_loop());
+      } else {
+        return sort_impl(first, count_between(first, last), std::move(comp), std::move(opt),
+                         current_loop());
+      }
+    } else {
+      return rejected_iterator<void>();
+    }
+  }
+  template <sched::scheduler S, std::input_or_output_iterator I, typename Comp = std::ranges::less>
+  void operator()(S &s, I first, I last, Comp comp = {}, loop_options opt = {}) const {
+    if constexpr (require_random_access<I>()) {
+      if constexpr (Stable) {
+        sched::sync_wait(s, stable_sort_impl<I, Comp>, first, count_between(first, last),
+                         std::move(comp), std::move(opt), current_loop());
+      } else {
+        sched::sync_wait(s, sort_impl<I, Comp>, first, count_between(first, last), std::move(comp),
+                         std::move(opt), current_loop());
+      }
+    }
+  }
+  template <sched::scheduler S, std::ranges::range R, typename Comp = std::ranges::less>
+  void operator()(S &s, R &&r, Comp comp = {}, loop_options opt = {}) const {
+    (*this)(s, std::ranges::begin(r), end_of(r), std::move(comp), std::move(opt));
+  }
+};
+
+} // namespace detail
+
+/// Parallel std::sort (unstable): see detail::sort_fn and the header comment.
+inline constexpr detail::sort_fn<false> sort{};
+/// Parallel std::stable_sort: see detail::sort_fn and the header comment.
+inline constexpr detail::sort_fn<true> stable_sort{};
+
+} // namespace magpie::algo
