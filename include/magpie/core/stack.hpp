@@ -196,6 +196,16 @@ public:
     }
   }
 
+  /// Frees the most recent allocation, `ptr`, if that leaves its stacklet in use, and returns
+  /// true; otherwise changes nothing and returns false (call `deallocate`). Never calls out.
+  MAGPIE_FORCEINLINE bool deallocate_in_place(void *ptr) noexcept {
+    if (static_cast<std::byte *>(ptr) == m_top->base() && m_top->m_prev != nullptr) [[unlikely]] {
+      return false;
+    }
+    m_sp = static_cast<std::byte *>(ptr);
+    return true;
+  }
+
   /// True if no allocation is live on this stack.
   bool empty() const noexcept {
     return m_top == nullptr || (m_top->m_prev == nullptr && m_sp == m_top->base());
