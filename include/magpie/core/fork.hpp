@@ -92,9 +92,14 @@ struct [[nodiscard("co_await it")]] spawn_request {
 
   auto magpie_bind(frame_base &parent) && {
     if constexpr (Fork) {
+      // Read the request (which GCC keeps in the coroutine frame) before the reservation, whose
+      // slow path is a call: the compiler then sees the callee and calls it directly.
+      R *const ret = m_ret;
+      Fn &&fn = std::forward<Fn>(m_fn);
+      std::tuple<Args &&...> args = std::move(m_args);
       parent.m_ctx->tasks().reserve_one(); // may throw: nothing has happened yet
       frame_base *child =
-          make_child(parent, m_ret, std::forward<Fn>(m_fn), std::move(m_args), frame_kind::forked);
+          make_child(parent, ret, std::forward<Fn>(fn), std::move(args), frame_kind::forked);
       parent.m_unjoined = true;
       return forked_child{&parent, child};
     } else {
