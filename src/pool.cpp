@@ -115,13 +115,16 @@ pool::pool(std::size_t workers, idle_policy policy) : pool(pool_options_for(work
 
 pool::pool(pool_options const &options, idle_policy policy)
     : core::executor(executor_operations), m_policy(policy), m_placement(options.where) {
-  topology const &topo = options.topo != nullptr ? *options.topo : topology::machine();
+  // An unpinned pool needs no tree (and reads none: the machine's is read once, kept for good).
+  bool const pinned = m_placement.what() != placement::kind::unpinned;
+  topology const *topo =
+      options.topo != nullptr ? options.topo : (pinned ? &topology::machine() : nullptr);
   std::size_t workers = options.workers;
-  if (workers == 0 && m_placement.what() != placement::kind::unpinned) {
-    workers = m_placement.slots(topo).size();
+  if (workers == 0 && pinned) {
+    workers = m_placement.slots(*topo).size();
   }
   workers = resolve(workers);
-  configure_placement(topo, options.victims, workers); // topology.cpp: map, CPUs, victim tables
+  configure_placement(topo, options.victims, workers); // pool_topology.cpp: map, victim tables
   // Allocation can fail for any worker: until a thread starts, the members free themselves.
   m_workers.reserve(workers);
   for (std::size_t i = 0; i < workers; ++i) {

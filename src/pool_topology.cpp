@@ -10,17 +10,22 @@
 
 namespace magpie::sched {
 
-void pool::configure_placement(topology const &topo, victim_policy victims, std::size_t workers) {
-  m_topology_summary = topo.summary();
-  m_worker_pu = m_placement.map_workers(topo, workers);
+void pool::configure_placement(topology const *topo, victim_policy victims, std::size_t workers) {
   m_worker_cpu.assign(workers, -1);
-  for (std::size_t i = 0; i < workers; ++i) {
-    if (m_worker_pu[i] >= 0) {
-      m_worker_cpu[i] = topo.pu(static_cast<std::size_t>(m_worker_pu[i])).os_index;
-    }
-  }
   m_pin_error.assign(workers, 0);
-  m_victims = std::make_unique<victim_selector>(victims, topo, m_worker_pu);
+  if (topo == nullptr) { // unpinned: no tree to consult
+    m_worker_pu.assign(workers, -1);
+    m_victims = std::make_unique<victim_selector>(victims, workers);
+  } else {
+    m_topology_summary = topo->summary();
+    m_worker_pu = m_placement.map_workers(*topo, workers);
+    for (std::size_t i = 0; i < workers; ++i) {
+      if (m_worker_pu[i] >= 0) {
+        m_worker_cpu[i] = topo->pu(static_cast<std::size_t>(m_worker_pu[i])).os_index;
+      }
+    }
+    m_victims = std::make_unique<victim_selector>(victims, *topo, m_worker_pu);
+  }
   m_starting.store(workers, std::memory_order_relaxed); // before the threads start (no edge)
 }
 
@@ -45,7 +50,10 @@ std::string pool::describe() const {
   std::string s = "magpie pool: " + std::to_string(size()) + " workers, " +
                   (m_policy == idle_policy::lazy ? "lazy" : "busy") + ", placement " +
                   m_placement.name() + ", victims " + std::string(to_string(m_victims->policy())) +
-                  "\n  topology " + m_topology_summary + "\n";
+                  "\n  topology " +
+                  (m_topology_summary.empty() ? topology::machine().summary() + " (not used)"
+                                              : m_topology_summary) +
+                  "\n";
   for (std::size_t i = 0; i < size(); ++i) {
     s += "  worker " + std::to_string(i) + " -> ";
     if (m_worker_pu[i] < 0) {

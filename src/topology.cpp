@@ -370,8 +370,7 @@ std::vector<std::size_t> placement::slots(topology const &topo) const {
         ranked.emplace_back(rank, i);
       }
     }
-    std::stable_sort(ranked.begin(), ranked.end(),
-                     [](auto const &a, auto const &b) { return a.first < b.first; });
+    std::sort(ranked.begin(), ranked.end()); // by rank, then by PU: a total order
     for (auto const &[r, i] : ranked) {
       out.push_back(i);
     }

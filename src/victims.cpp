@@ -26,7 +26,7 @@ victim_policy parse_victim_policy(std::string_view text) {
 namespace {
 
 /// Which levels separate some workers that every coarser meaningful level keeps together.
-std::vector<std::size_t> meaningful_levels(topology const &topo,
+std::vector<std::size_t> meaningful_levels(topology const *topo,
                                            std::vector<long> const &worker_pu) {
   std::vector<std::size_t> levels;
   std::size_t const n = worker_pu.size();
@@ -37,8 +37,8 @@ std::vector<std::size_t> meaningful_levels(topology const &topo,
         if (worker_pu[a] < 0 || worker_pu[b] < 0) {
           continue;
         }
-        auto const &ga = topo.pu(static_cast<std::size_t>(worker_pu[a])).group;
-        auto const &gb = topo.pu(static_cast<std::size_t>(worker_pu[b])).group;
+        auto const &ga = topo->pu(static_cast<std::size_t>(worker_pu[a])).group;
+        auto const &gb = topo->pu(static_cast<std::size_t>(worker_pu[b])).group;
         bool const together_above = std::all_of(levels.begin(), levels.end(),
                                                 [&](std::size_t k) { return ga[k] == gb[k]; });
         separates = together_above && ga[l] != gb[l];
@@ -53,7 +53,7 @@ std::vector<std::size_t> meaningful_levels(topology const &topo,
 
 } // namespace
 
-victim_selector::victim_selector(victim_policy policy, topology const &topo,
+victim_selector::victim_selector(victim_policy policy, topology const *topo,
                                  std::vector<long> const &worker_pu)
     : m_policy(policy), m_n(worker_pu.size()) {
   if (m_n == 0) {
@@ -69,8 +69,8 @@ victim_selector::victim_selector(victim_policy policy, topology const &topo,
       }
       unsigned r = 0;
       if (worker_pu[a] >= 0 && worker_pu[b] >= 0) {
-        auto const &ga = topo.pu(static_cast<std::size_t>(worker_pu[a])).group;
-        auto const &gb = topo.pu(static_cast<std::size_t>(worker_pu[b])).group;
+        auto const &ga = topo->pu(static_cast<std::size_t>(worker_pu[a])).group;
+        auto const &gb = topo->pu(static_cast<std::size_t>(worker_pu[b])).group;
         for (std::size_t l : levels) {
           r += ga[l] != gb[l] ? 1 : 0;
         }
@@ -119,8 +119,12 @@ victim_selector::victim_selector(victim_policy policy, topology const &topo,
     for (std::size_t k = 1; k < n; ++k) {
       order.push_back((a + k) % n);
     }
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
-      return m_distance[a * n + x] < m_distance[a * n + y];
+    // std::sort with a total order (not stable_sort, which allocates a buffer and silently does
+    // without it when that fails): by distance, then by position after `a`.
+    std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+      std::size_t const dx = m_distance[a * n + x];
+      std::size_t const dy = m_distance[a * n + y];
+      return dx != dy ? dx < dy : (x + n - a) % n < (y + n - a) % n;
     });
   }
 }

@@ -155,7 +155,7 @@ private:
 
   void run(detail::worker &w);
   void start(detail::worker &w) noexcept;
-  void configure_placement(topology const &topo, victim_policy victims, std::size_t workers);
+  void configure_placement(topology const *topo, victim_policy victims, std::size_t workers);
   long submitter_worker() const noexcept;
   bool try_steal(detail::worker &w);
   bool run_jobs(detail::worker &w);

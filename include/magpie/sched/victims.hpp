@@ -45,7 +45,11 @@ class victim_selector {
 public:
   /// `policy` over `worker_pu.size()` workers whose PUs (logical indices in `topo`, or -1 for
   /// unknown) are given. Throws std::bad_alloc; std::invalid_argument for no workers.
-  victim_selector(victim_policy policy, topology const &topo, std::vector<long> const &worker_pu);
+  victim_selector(victim_policy policy, topology const &topo, std::vector<long> const &worker_pu)
+      : victim_selector(policy, &topo, worker_pu) {}
+  /// `policy` over `workers` unpinned workers (all at distance 1: both policies draw uniformly).
+  victim_selector(victim_policy policy, std::size_t workers)
+      : victim_selector(policy, nullptr, std::vector<long>(workers, -1)) {}
 
   /// The policy.
   victim_policy policy() const noexcept { return m_policy; }
@@ -75,6 +79,8 @@ public:
   std::vector<std::size_t> const &nearest(std::size_t self) const { return m_nearest.at(self); }
 
 private:
+  victim_selector(victim_policy policy, topology const *topo, std::vector<long> const &worker_pu);
+
   struct cell {
     std::uint32_t threshold; ///< take the column if the low 32 random bits are below this
     std::uint32_t alias;     ///< else take this worker
