@@ -269,7 +269,10 @@ std::string topology::summary() const {
                                                      "PUs"};
   std::string s = m_source + ":";
   for (std::size_t l = 0; l < level_count; ++l) {
-    s += (l == 0 ? " " : ", ") + std::to_string(m_groups[l]) + " " + names[l];
+    s += l == 0 ? " " : ", "; // appended piecewise: GCC 12 warns (-Wrestrict) on "…" + string
+    s += std::to_string(m_groups[l]);
+    s += ' ';
+    s += names[l];
   }
   return s;
 }
@@ -330,7 +333,8 @@ std::string placement::name() const {
   }
   std::string s = "cpus:";
   for (std::size_t i = 0; i < m_cpus.size(); ++i) {
-    s += (i == 0 ? "" : ",") + std::to_string(m_cpus[i]);
+    s += i == 0 ? "" : ",";
+    s += std::to_string(m_cpus[i]);
   }
   return s;
 }
