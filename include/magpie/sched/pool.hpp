@@ -105,7 +105,9 @@ public:
   /// must not touch the pool after it returns.
   void submit_to(std::size_t index, job *j) noexcept;
 
-  /// A worker to send work to: an idle one if any looks idle, else the next in turn.
+  /// A worker to send work to: with a pinned placement the submitter's own worker (a task of
+  /// this pool, or the worker pinned to the calling thread's CPU) if idle, else the nearest idle
+  /// one (docs/topology.md); otherwise an idle one if any looks idle, else the next in turn.
   std::size_t choose_worker() noexcept;
 
   /// executor: counts a task about to be suspended on one of this pool's workers as in flight
