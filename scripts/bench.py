@@ -117,6 +117,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--wait-quiet", type=float, default=0.0, metavar="S",
                    help="before each measurement, wait up to S seconds for the machine to be idle "
                         "(for shared machines; default 0: do not wait)")
+    p.add_argument("--placement", default="unpinned",
+                   help="magpie pools: unpinned | cores | pus | numa:N | cpus:A,B (recorded per row)")
+    p.add_argument("--victims", default="uniform", choices=["uniform", "weighted"],
+                   help="magpie pools: victim selection (recorded per row)")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--no-micro", action="store_true",
                    help="skip the microbenchmarks (micro_fib_overhead, micro_magpie) run after the suite")
@@ -193,11 +197,15 @@ def measure(binary: Path, problem: str, size: str, runtime: str, workers: int, a
     suffix, extra, _ = RUNTIMES[runtime]
     cmd = [str(binary), "--size", size, "--workers", str(workers), "--reps", str(args.reps),
            "--warmup", str(args.warmup), "--max-seconds", str(args.max_seconds)] + extra
+    if suffix == "magpie":
+        cmd += ["--placement", args.placement, "--victims", args.victims]
     res = run_process(cmd, args.timeout)
     row = {"problem": problem, "size": size, "runtime": runtime, "workers": workers,
            "maxrss_kib": res["maxrss_kib"], "process_wall_s": round(res["wall"], 3),
            "other_cores": None if res["other_cores"] is None else round(res["other_cores"], 3),
            "command": " ".join(cmd)}
+    if suffix == "magpie":
+        row.update({"placement": args.placement, "victims": args.victims})
     result = None
     for line in res["stdout"].splitlines():
         if line.startswith("@@RESULT "):

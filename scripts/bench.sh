@@ -37,7 +37,10 @@ echo "bench.sh: building preset $preset"
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset"
 
-# 3. Run. Matplotlib comes from Debian's python3-matplotlib, so prefer the system Python; any
+# 3. The machine the numbers come from: its topology as magpie reads it (hwloc if built with it).
+echo "bench.sh: topology: $(build/$preset/bench/bin/topology_magpie)"
+
+# 4. Run. Matplotlib comes from Debian's python3-matplotlib, so prefer the system Python; any
 #    Python 3.11 works without plots.
 python=python3
 for candidate in /usr/bin/python3 python3; do

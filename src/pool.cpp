@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -246,6 +247,12 @@ std::size_t resolve(std::size_t workers) {
   return workers;
 }
 
+pool_options pool_options_for(std::size_t workers) {
+  pool_options o;
+  o.workers = workers;
+  return o;
+}
+
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -277,9 +284,20 @@ core::executor::operations const pool::executor_operations = {
     [](core::executor const &self) noexcept { return static_cast<pool const &>(self).size(); },
 };
 
-pool::pool(std::size_t workers, idle_policy policy)
-    : core::executor(executor_operations), m_policy(policy) {
+pool::pool(std::size_t workers, idle_policy policy) : pool(pool_options_for(workers), policy) {}
+
+pool::pool(pool_options const &options, idle_policy policy)
+    : core::executor(executor_operations), m_policy(policy), m_placement(options.where) {
+  // An unpinned pool needs no tree (and reads none: the machine's is read once, kept for good).
+  bool const pinned = m_placement.what() != placement::kind::unpinned;
+  topology const *topo =
+      options.topo != nullptr ? options.topo : (pinned ? &topology::machine() : nullptr);
+  std::size_t workers = options.workers;
+  if (workers == 0 && pinned) {
+    workers = m_placement.slots(*topo).size();
+  }
   workers = resolve(workers);
+  configure_placement(topo, options.victims, workers); // pool_topology.cpp: map, victim tables
   // Allocation can fail for any worker: until a thread starts, the members free themselves.
   m_workers.reserve(workers);
   for (std::size_t i = 0; i < workers; ++i) {
@@ -288,7 +306,10 @@ pool::pool(std::size_t workers, idle_policy policy)
   m_thieves.store(workers, std::memory_order_relaxed); // every worker starts as a thief
   try {
     for (auto &w : m_workers) {
-      w->thread = std::thread([this, &w] { run(*w); });
+      w->thread = std::thread([this, &w] {
+        start(*w);
+        run(*w);
+      });
     }
   } catch (...) {
     // Thread k could not start (std::system_error, or std::bad_alloc for its state). No
@@ -296,6 +317,11 @@ pool::pool(std::size_t workers, idle_policy policy)
     // the members they use are destroyed. Nothing was submitted, so nothing is lost.
     stop_workers();
     throw;
+  }
+  // Every worker pins itself first: once we return, describe() and pin_error() are final.
+  for (std::size_t left = m_starting.load(std::memory_order_acquire); left != 0;
+       left = m_starting.load(std::memory_order_acquire)) { // acquire: the workers' pin results
+    m_starting.wait(left, std::memory_order_acquire);
   }
 }
 
@@ -358,6 +384,19 @@ std::vector<core::worker_stats> pool::stats() const {
 std::size_t pool::choose_worker() noexcept {
   std::size_t const n = m_workers.size();
   std::size_t const start = m_next_root.fetch_add(1, std::memory_order_relaxed) % n; // no edge
+  if (long const near = submitter_worker(); near >= 0) {
+    // Pinned workers: the submitter's own worker or the nearest idle one (topology.cpp).
+    auto const self = static_cast<std::size_t>(near);
+    if (m_workers[self]->idle.exchange(false, std::memory_order_relaxed)) { // a hint: no edge
+      return self;
+    }
+    for (std::size_t i : m_victims->nearest(self)) {
+      if (m_workers[i]->idle.exchange(false, std::memory_order_relaxed)) { // a hint: no edge
+        return i;
+      }
+    }
+    return start;
+  }
   for (std::size_t k = 0; k < n; ++k) {
     std::size_t const i = (start + k) % n;
     // A hint only; claiming it (exchange) steers the next submitter elsewhere.
@@ -564,8 +603,8 @@ bool pool::try_steal(detail::worker &w) {
   if (n < 2) {
     return false;
   }
-  std::size_t victim = w.random() % (n - 1); // uniform over the other workers
-  victim += victim >= w.ctx.index() ? 1 : 0;
+  std::uint64_t const bits = (std::uint64_t{w.random()} << 32) | w.random();
+  std::size_t const victim = m_victims->pick(w.ctx.index(), bits); // the pool's victim policy
   detail::worker &v = *m_workers[victim];
   auto stolen = v.ctx.thief().steal();
   if (!stolen) {
@@ -638,6 +677,20 @@ void pool::idle(detail::worker &w) {
   m_thieves.fetch_add(1, std::memory_order_seq_cst); // a thief again (protocols §6)
 }
 
+void pool::start(detail::worker &w) noexcept {
+  std::size_t const i = w.ctx.index();
+  if (m_worker_cpu[i] >= 0) {
+    m_pin_error[i] = pin_this_thread(static_cast<unsigned>(m_worker_cpu[i]));
+  }
+  // The stack is first touched here, on the worker's thread (and node, once pinned): see
+  // docs/topology.md for stacks handed to other workers at a join.
+  (void)w.ctx.renew_stack_here();
+  // release: publishes m_pin_error[i] to the constructor's acquire
+  if (m_starting.fetch_sub(1, std::memory_order_release) == 1) {
+    m_starting.notify_all();
+  }
+}
+
 void pool::run(detail::worker &w) {
   core::set_this_context(&w.ctx);
   for (;;) {
@@ -661,5 +714,7 @@ void pool::run(detail::worker &w) {
 
 busy_pool::busy_pool(std::size_t workers) : pool(workers, idle_policy::busy) {}
 lazy_pool::lazy_pool(std::size_t workers) : pool(workers, idle_policy::lazy) {}
+busy_pool::busy_pool(pool_options const &options) : pool(options, idle_policy::busy) {}
+lazy_pool::lazy_pool(pool_options const &options) : pool(options, idle_policy::lazy) {}
 
 } // namespace magpie::sched

@@ -31,20 +31,23 @@ namespace bench {
 
 /// Command-line options understood by every benchmark binary.
 struct options {
-  std::string size = "default"; ///< a size name known to the problem's problem.hpp
-  unsigned workers = 1;         ///< worker threads (the serial projection ignores it)
-  int reps = 5;                 ///< timed repetitions
-  int warmup = 1;               ///< untimed repetitions before them
-  std::string pool = "lazy";    ///< magpie only: lazy | busy
-  bool star = false;            ///< UTS only: magpie* (child results in stack_alloc arrays)
-  double max_seconds = 0;       ///< if > 0: fewer reps (never < 3) when the first rep predicts more
-  std::string variant;          ///< a runtime's variant (zipf: omp static|dynamic|guided, ...)
+  std::string size = "default";       ///< a size name known to the problem's problem.hpp
+  unsigned workers = 1;               ///< worker threads (the serial projection ignores it)
+  int reps = 5;                       ///< timed repetitions
+  int warmup = 1;                     ///< untimed repetitions before them
+  std::string pool = "lazy";          ///< magpie only: lazy | busy
+  std::string placement = "unpinned"; ///< magpie only: unpinned | cores | pus | numa:N | cpus:A,B
+  std::string victims = "uniform";    ///< magpie only: uniform | weighted
+  bool star = false;                  ///< UTS only: magpie* (child results in stack_alloc arrays)
+  double max_seconds = 0;             ///< if > 0: fewer reps (never < 3) when the first rep predicts more
+  std::string variant;                ///< a runtime's variant (zipf: omp static|dynamic|guided, ...)
 };
 
 [[noreturn]] inline void usage(char const *argv0, char const *why) {
   std::fprintf(stderr,
                "%s: %s\nusage: %s [--size NAME] [--workers P] [--reps R] [--warmup W] "
-               "[--max-seconds S] [--pool lazy|busy] [--star] [--variant NAME]\n",
+               "[--max-seconds S] [--pool lazy|busy] [--star] [--variant NAME] [--placement P]\n"
+               "  [--victims uniform|weighted]\n",
                argv0, why, argv0);
   std::exit(2);
 }
@@ -69,6 +72,10 @@ inline options parse_options(int argc, char **argv) {
       o.warmup = std::atoi(value());
     } else if (a == "--pool") {
       o.pool = value();
+    } else if (a == "--placement") {
+      o.placement = value();
+    } else if (a == "--victims") {
+      o.victims = value();
     } else if (a == "--max-seconds") {
       o.max_seconds = std::atof(value());
     } else if (a == "--variant") {
@@ -197,6 +204,10 @@ int measure(options const &o, std::string_view problem, std::string_view runtime
   line += ", \"runtime\": " + json_string(runtime);
   line += ", \"size\": " + json_string(o.size);
   line += ", \"workers\": " + std::to_string(o.workers);
+  if (runtime.substr(0, 6) == "magpie") { // the pool's placement and victim policy
+    line += ", \"placement\": " + json_string(o.placement);
+    line += ", \"victims\": " + json_string(o.victims);
+  }
   line += ", \"reps\": " + std::to_string(times.size());
   line += ", \"times\": [";
   for (std::size_t i = 0; i < times.size(); ++i) {

@@ -1,6 +1,7 @@
 #pragma once
 // bench/common/magpie_runtime.hpp — a magpie pool (lazy or busy) chosen by --pool.
 
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <utility>
@@ -14,10 +15,16 @@ class magpie_runtime {
 public:
   explicit magpie_runtime(options const &o)
       : m_name(std::string(o.star ? "magpie*-" : "magpie-") + o.pool) {
+    magpie::pool_options po(magpie::placement::parse(o.placement)); // throws on a bad name
+    po.workers = o.workers;
+    po.victims = magpie::sched::parse_victim_policy(o.victims);
     if (o.pool == "busy") {
-      m_pool = std::make_unique<magpie::busy_pool>(o.workers);
+      m_pool = std::make_unique<magpie::busy_pool>(po);
     } else {
-      m_pool = std::make_unique<magpie::lazy_pool>(o.workers);
+      m_pool = std::make_unique<magpie::lazy_pool>(po);
+    }
+    if (o.placement != "unpinned") {
+      std::fputs(m_pool->describe().c_str(), stderr); // where the workers run, for the log
     }
   }
 

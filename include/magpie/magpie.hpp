@@ -24,12 +24,16 @@ using sched::busy_pool;
 using sched::idle_policy;
 using sched::inline_scheduler;
 using sched::lazy_pool;
+using sched::placement;
 using sched::pool;
 using sched::pool_closed;
+using sched::pool_options;
 using sched::priority;
 using sched::resume_on;
 using sched::sync_wait;
 using sched::this_worker_index;
+using sched::topology;
+using sched::victim_policy;
 
 using algo::all_of;
 using algo::any_of;

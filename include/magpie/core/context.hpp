@@ -166,6 +166,11 @@ public:
             get(counter::handoffs), get(counter::sleeps)};
   }
 
+  /// On this worker's own thread, before it runs anything: re-allocates the (empty) stack there,
+  /// so that its memory is first touched on the worker's NUMA node (core::stack::renew_here).
+  /// Returns false, keeping the old stack, if the allocation fails.
+  bool renew_stack_here() noexcept { return m_stack.renew_here(); }
+
   /// Gives the current chain away (a suspended task lives on it) and continues on the spare one,
   /// or on none: the next allocation then creates a fresh first stacklet — a small one if
   /// `parked` (the chain went to a task suspended on a waiting primitive: chains begun after that

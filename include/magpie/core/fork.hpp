@@ -92,9 +92,14 @@ struct [[nodiscard("co_await it")]] spawn_request {
 
   auto magpie_bind(frame_base &parent) && {
     if constexpr (Fork) {
+      // Read the request (which GCC keeps in the coroutine frame) before the reservation, whose
+      // slow path is a call: the compiler then sees the callee and calls it directly.
+      R *const ret = m_ret;
+      Fn &&fn = std::forward<Fn>(m_fn);
+      std::tuple<Args &&...> args = std::move(m_args);
       parent.m_ctx->tasks().reserve_one(); // may throw: nothing has happened yet
       frame_base *child =
-          make_child(parent, m_ret, std::forward<Fn>(m_fn), std::move(m_args), frame_kind::forked);
+          make_child(parent, ret, std::forward<Fn>(fn), std::move(args), frame_kind::forked);
       parent.m_unjoined = true;
       return forked_child{&parent, child};
     } else {
@@ -123,6 +128,12 @@ struct join_awaitable {
     if (f->m_steals == 0) [[likely]] {
       return true; // nothing was stolen: every child already ran on this worker
     }
+    return all_arrived(f);
+  }
+
+  /// Out of line, as are the other rare paths below: inlined into every task's coroutine they
+  /// cost GCC registers (saved and restored at each resumption) on the hot path.
+  MAGPIE_NOINLINE static bool all_arrived(frame_base *f) noexcept {
     // acquire: pairs with each arriving child's release decrement; all have arrived if the
     // counter shows only our share left.
     if (f->m_joins.load(std::memory_order_acquire) == frame_base::join_init - f->m_steals) {
@@ -133,9 +144,15 @@ struct join_awaitable {
     return false;
   }
 
-  MAGPIE_CORO_SUSPEND_NOINLINE std::coroutine_handle<>
-  await_suspend(std::coroutine_handle<> self) const noexcept {
-    frame_base *f = m_frame;
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> self) const noexcept {
+    return suspend_at_join(m_frame, self);
+  }
+
+  /// The join's slow path (children were stolen and some may still run), out of line. Being an
+  /// opaque call, it also keeps the point of no return away from the coroutine's own code, as
+  /// MAGPIE_CORO_SUSPEND_NOINLINE would (config.hpp).
+  MAGPIE_NOINLINE static std::coroutine_handle<>
+  suspend_at_join(frame_base *f, std::coroutine_handle<> self) noexcept {
     context *ctx = f->m_ctx;
     std::uint32_t const share = frame_base::join_init - f->m_steals;
     MAGPIE_ASSERT(ctx->stack().empty(), "internal: a stolen task joined with frames on its stack");
@@ -154,17 +171,25 @@ struct join_awaitable {
 
   void await_resume() const {
     frame_base *f = m_frame;
-    if (f->m_steals != 0) {
-      f->m_steals = 0;
-      f->m_joins.store(frame_base::join_init, std::memory_order_relaxed); // sole owner now
-      if (f->m_deferred != nullptr) [[unlikely]] {
-        f->release_deferred(f->m_ctx->stack()); // our chain is back: see stack_alloc.hpp
-      }
+    if (f->m_steals != 0) [[unlikely]] {
+      reset_after_steals(f);
     }
     f->m_unjoined = false;
     if (f->has_exception()) [[unlikely]] {
-      std::rethrow_exception(f->take_exception());
+      rethrow_child_exception(f);
     }
+  }
+
+  MAGPIE_NOINLINE static void reset_after_steals(frame_base *f) noexcept {
+    f->m_steals = 0;
+    f->m_joins.store(frame_base::join_init, std::memory_order_relaxed); // sole owner now
+    if (f->m_deferred != nullptr) [[unlikely]] {
+      f->release_deferred(f->m_ctx->stack()); // our chain is back: see stack_alloc.hpp
+    }
+  }
+
+  [[noreturn]] MAGPIE_NOINLINE static void rethrow_child_exception(frame_base *f) {
+    std::rethrow_exception(f->take_exception());
   }
 };
 

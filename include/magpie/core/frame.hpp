@@ -65,7 +65,8 @@ struct frame_base {
   frame_base(frame_base const &) = delete;
   frame_base &operator=(frame_base const &) = delete;
 
-  frame_base() = default;
+  /// A frame whose links start null (an anchor such as a root_block).
+  frame_base() noexcept : m_parent(nullptr), m_ctx(nullptr), m_kind(frame_kind::called) {}
   // Trivially destroyed: a task's pending exception is passed on before its frame dies
   // (detail::final_transfer); a root_block frees its own.
 
@@ -142,20 +143,28 @@ struct frame_base {
   }
 
   std::coroutine_handle<> m_handle; ///< this task's coroutine
-  frame_base *m_parent = nullptr;   ///< the task (or root_block) waiting for this one
-  context *m_ctx = nullptr;         ///< the worker running this task (updated on every hop)
+  frame_base *m_parent;             ///< the task (or root_block) waiting for this one
+  context *m_ctx;                   ///< the worker running this task (updated on every hop)
   stacklet *m_stack = nullptr;      ///< the chain this task owns while it is suspended
   std::atomic<exception_box *> m_exception{nullptr}; ///< a child's exception, for the next join
   deferred_array *m_deferred = nullptr;          ///< stack arrays unwound while the task was stolen
   std::atomic<std::uint32_t> m_joins{join_init}; ///< split join counter (see protocols.md)
-  std::uint32_t m_steals = 0;             ///< continuations stolen in this scope (runner only)
-  frame_kind m_kind = frame_kind::called; ///< how the task was started
-  bool m_unjoined = false;                ///< forked since the last join
-  bool m_at_final = false;                ///< waiting in final suspend for stolen children
+  std::uint32_t m_steals = 0; ///< continuations stolen in this scope (runner only)
+  frame_kind m_kind;          ///< how the task was started (set by every constructor)
+  bool m_unjoined = false; ///< forked since the last join
+  bool m_at_final = false; ///< waiting in final suspend for stolen children
   /// Nothing in the frame needs destroying once the body has finished (promise and parameter
   /// copies are trivially destructible), so the frame's bytes can be released without the
   /// coroutine's destroy path.
   bool m_trivial_frame = false;
+
+protected:
+  /// For task promises: m_parent, m_ctx and m_kind (and a promise's return pointer) are left
+  /// unset, because whoever starts a task sets them before it first runs (detail::make_child for
+  /// fork and call, ext::start_root for roots). GCC does not inline a task's ramp into its
+  /// caller, so stores made here would not be merged with those and would cost every task.
+  struct links_set_by_starter {};
+  explicit frame_base(links_set_by_starter) noexcept {}
 };
 
 /// The anchor of a root task: where its exception lands and who is told when it completes.

@@ -182,6 +182,30 @@ public:
     }
   }
 
+  /// On the thread that will use this (empty) stack: replaces its first stacklet by a fresh one
+  /// of the same capacity whose pages this thread writes first, so that on a NUMA machine the
+  /// kernel places them on this thread's node (first touch). Returns false, keeping the old
+  /// stacklet, if the allocation fails. Called by pools when a worker starts.
+  bool renew_here() noexcept {
+    MAGPIE_ASSERT(empty(), "internal: renew_here() on a stack in use");
+    std::size_t const capacity = m_top != nullptr ? m_top->m_capacity : initial_capacity;
+    stacklet *fresh = nullptr;
+    try {
+      fresh = stacklet::create(capacity, nullptr);
+    } catch (...) {
+      return false;
+    }
+    constexpr std::size_t page = 4096;
+    for (std::byte *p = fresh->base(); p < fresh->end(); p += page) {
+      *static_cast<std::byte volatile *>(p) = std::byte{0}; // the first touch of each page
+    }
+    if (stacklet *old = release(); old != nullptr) {
+      stacklet::destroy_empty_chain(old);
+    }
+    adopt(fresh);
+    return true;
+  }
+
   /// Bump-allocates `bytes` (rounded up to 16). May grow the stack; throws what the hook throws.
   MAGPIE_FORCEINLINE void *allocate(std::size_t bytes) {
     bytes = round_up(bytes);
@@ -199,6 +223,16 @@ public:
     if (m_sp == m_top->base() && m_top->m_prev != nullptr) [[unlikely]] {
       pop_stacklet();
     }
+  }
+
+  /// Frees the most recent allocation, `ptr`, if that leaves its stacklet in use, and returns
+  /// true; otherwise changes nothing and returns false (call `deallocate`). Never calls out.
+  MAGPIE_FORCEINLINE bool deallocate_in_place(void *ptr) noexcept {
+    if (static_cast<std::byte *>(ptr) == m_top->base() && m_top->m_prev != nullptr) [[unlikely]] {
+      return false;
+    }
+    m_sp = static_cast<std::byte *>(ptr);
+    return true;
   }
 
   /// True if no allocation is live on this stack.

@@ -51,6 +51,8 @@ inline stack &allocating_stack() noexcept {
 /// What every promise has: frame allocation on the worker's stack, suspension points, and
 /// exception capture.
 struct promise_common : frame_base {
+  promise_common() noexcept : frame_base(links_set_by_starter{}) {}
+
   static void *operator new(std::size_t bytes) { return allocating_stack().allocate(bytes); }
   static void operator delete(void *ptr, std::size_t bytes) noexcept {
     stack &s = allocating_stack();
@@ -123,7 +125,9 @@ struct promise : promise_common {
     }
   }
 
-  T *m_return = nullptr; ///< where the value goes, or null to discard it
+  /// Where the value goes, or null to discard it. Set by whoever starts the task (make_child,
+  /// ext::start_root), like the links of frame_base.
+  T *m_return;
 };
 
 template <>

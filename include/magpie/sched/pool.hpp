@@ -26,10 +26,14 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "magpie/core/context.hpp"
 #include "magpie/sched/job.hpp"
+#include "magpie/sched/topology.hpp"
+#include "magpie/sched/victims.hpp"
 
 namespace magpie::sched {
 
@@ -58,6 +62,26 @@ namespace detail {
 struct worker;
 }
 
+/// How a pool is built: how many workers, where they run, how thieves pick victims
+/// (docs/topology.md). Converts from a placement: `lazy_pool pool(placement::numa_node(0));`.
+struct pool_options {
+  /// Number of workers; 0: one per slot of a pinned placement, else hardware_concurrency().
+  std::size_t workers = 0;
+  /// Where the workers run (pinned at thread start); unpinned by default.
+  placement where = placement::unpinned();
+  /// How a thief picks its victim; uniform by default. `weighted` needs a pinned placement to
+  /// know distances (unpinned workers are all at distance 1: the draw is then uniform).
+  victim_policy victims = victim_policy::uniform;
+  /// The tree the placement and the weights refer to; null: topology::machine(). Must outlive
+  /// the pool's constructor (it is not kept). A synthetic tree whose CPUs the machine lacks
+  /// leaves those workers unpinned (describe() says so): useful for tests only.
+  topology const *topo = nullptr;
+
+  pool_options() = default;
+  /// Options with this placement and defaults otherwise.
+  pool_options(placement p) : where(std::move(p)) {} // NOLINT: implicit on purpose
+};
+
 /// The common machinery of busy_pool and lazy_pool. Thread-safe: any thread may submit. It is
 /// the executor (core/context.hpp) of its workers: tasks suspended on them come back through it.
 class pool : public core::executor {
@@ -66,6 +90,10 @@ public:
   /// policy. If a thread or an allocation fails, stops and joins those already started, then
   /// throws.
   pool(std::size_t workers, idle_policy policy);
+  /// A pool built as `options` say. Throws std::invalid_argument for a placement that selects no
+  /// PU, std::system_error or std::bad_alloc as the other constructor. Returns once every worker
+  /// has started and tried its pinning.
+  pool(pool_options const &options, idle_policy policy);
   pool(pool const &) = delete;
   pool &operator=(pool const &) = delete;
   /// Waits for every root, spawned or parked task in flight, then joins the workers (see top).
@@ -105,7 +133,9 @@ public:
   /// must not touch the pool after it returns.
   void submit_to(std::size_t index, job *j) noexcept;
 
-  /// A worker to send work to: an idle one if any looks idle, else the next in turn.
+  /// A worker to send work to: with a pinned placement the submitter's own worker (a task of
+  /// this pool, or the worker pinned to the calling thread's CPU) if idle, else the nearest idle
+  /// one (docs/topology.md); otherwise an idle one if any looks idle, else the next in turn.
   std::size_t choose_worker() noexcept;
 
   /// executor: counts a task about to be suspended on one of this pool's workers as in flight
@@ -143,11 +173,29 @@ public:
   /// Per-worker counters (a racy snapshot; exact once the pool is idle).
   std::vector<core::worker_stats> stats() const;
 
+  /// The placement the pool was built with.
+  placement const &where() const noexcept { return m_placement; }
+  /// The victim policy and its tables.
+  victim_selector const &victims() const noexcept { return *m_victims; }
+  /// Worker `i`'s PU: its logical index in the pool's topology, or -1 if unpinned.
+  long worker_pu(std::size_t i) const { return m_worker_pu.at(i); }
+  /// Worker `i`'s CPU number (as the kernel counts), or -1 if unpinned.
+  long worker_cpu(std::size_t i) const { return m_worker_cpu.at(i); }
+  /// 0 if worker `i` is pinned to its CPU (or unpinned by request), else the errno value with
+  /// which the kernel refused (the worker then runs unpinned).
+  int pin_error(std::size_t i) const { return m_pin_error.at(i); }
+  /// A multi-line description: policy, placement, victim policy, topology, and the worker → PU
+  /// (CPU) map with each worker's pinning outcome.
+  std::string describe() const;
+
 private:
   friend struct detail::worker;
   static core::executor::operations const executor_operations;
 
   void run(detail::worker &w);
+  void start(detail::worker &w) noexcept;
+  void configure_placement(topology const *topo, victim_policy victims, std::size_t workers);
+  long submitter_worker() const noexcept;
   bool try_steal(detail::worker &w);
   bool run_jobs(detail::worker &w);
   bool run_queued(detail::worker &w, detail::worker &from);
@@ -163,6 +211,14 @@ private:
 
   idle_policy m_policy;
   std::vector<std::unique_ptr<detail::worker>> m_workers;
+
+  placement m_placement;
+  std::string m_topology_summary;
+  std::unique_ptr<victim_selector> m_victims;
+  std::vector<long> m_worker_pu;          // logical PU per worker, or -1
+  std::vector<long> m_worker_cpu;         // CPU number per worker, or -1
+  std::vector<int> m_pin_error;           // written by each worker before m_starting reaches 0
+  std::atomic<std::size_t> m_starting{0}; // workers that have not yet pinned themselves
 
   alignas(64) std::atomic<std::size_t> m_active{0};  // workers running tasks
   alignas(64) std::atomic<std::size_t> m_thieves{0}; // workers awake and looking for work
@@ -185,6 +241,8 @@ class busy_pool : public pool {
 public:
   /// `workers` = 0 means std::thread::hardware_concurrency().
   explicit busy_pool(std::size_t workers = 0);
+  /// Built as `options` say (placement, victim policy; see pool_options).
+  explicit busy_pool(pool_options const &options);
 };
 
 /// A pool whose idle workers sleep.
@@ -192,6 +250,8 @@ class lazy_pool : public pool {
 public:
   /// `workers` = 0 means std::thread::hardware_concurrency().
   explicit lazy_pool(std::size_t workers = 0);
+  /// Built as `options` say (placement, victim policy; see pool_options).
+  explicit lazy_pool(pool_options const &options);
 };
 
 } // namespace magpie::sched

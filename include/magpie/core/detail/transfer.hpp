@@ -100,28 +100,11 @@ MAGPIE_NOINLINE inline void settle_before_destroy(frame_base *f, context *ctx) n
   }
 }
 
-/// Destroys a finished task's frame and continues with whatever comes next on this worker.
-MAGPIE_FINAL_INLINE std::coroutine_handle<> final_transfer(frame_base *f) noexcept {
-  MAGPIE_ASSERT(!f->m_unjoined, "a magpie task returned with forked children it never joined: add "
-                                "`co_await magpie::join();` before co_return");
-  if (f->m_steals != 0) [[unlikely]] {
-    return final_join(f);
-  }
-  context *const ctx = f->m_ctx;
-  frame_base *const parent = f->m_parent;
-  frame_kind const kind = f->m_kind;
-  if (f->has_exception() || f->m_deferred != nullptr) [[unlikely]] {
-    settle_before_destroy(f, ctx);
-  }
-  if (f->m_trivial_frame) [[likely]] {
-    // At the final suspend point only the promise and the parameter copies are alive, and both
-    // are trivially destructible: ending their lifetime needs no code, so release the bytes
-    // directly (the coroutine frame starts at the address the promise's operator new returned).
-    ctx->stack().deallocate(f->m_handle.address());
-  } else {
-    f->m_handle.destroy(); // runs the parameters' destructors, then frees the frame (FILO)
-  }
-
+/// Where a finished task goes next, once its frame is gone: its parent (a call's, at once; a
+/// fork's, if the continuation is still in our deque, else through the join), or, for a root,
+/// the anchor's completion.
+MAGPIE_FORCEINLINE std::coroutine_handle<> transfer_to_parent(context *ctx, frame_base *parent,
+                                                              frame_kind kind) noexcept {
   switch (kind) {
   case frame_kind::called:
     parent->m_ctx = ctx; // we may have been stolen and resumed elsewhere: the parent follows us
@@ -139,6 +122,41 @@ MAGPIE_FINAL_INLINE std::coroutine_handle<> final_transfer(frame_base *f) noexce
   auto *block = static_cast<root_block *>(parent);
   block->m_on_complete(block);
   return std::noop_coroutine();
+}
+
+/// The frame-freeing cases that call out (the frame has parameters to destroy, or its stacklet
+/// empties), out of line: the hot path then calls nothing that `parent` and `kind` must survive.
+MAGPIE_NOINLINE inline std::coroutine_handle<>
+destroy_then_transfer(frame_base *f, context *ctx, frame_base *parent, frame_kind kind) noexcept {
+  if (f->m_trivial_frame) {
+    ctx->stack().deallocate(f->m_handle.address());
+  } else {
+    f->m_handle.destroy(); // runs the parameters' destructors, then frees the frame (FILO)
+  }
+  return transfer_to_parent(ctx, parent, kind);
+}
+
+/// Destroys a finished task's frame and continues with whatever comes next on this worker.
+MAGPIE_FINAL_INLINE std::coroutine_handle<> final_transfer(frame_base *f) noexcept {
+  MAGPIE_ASSERT(!f->m_unjoined, "a magpie task returned with forked children it never joined: add "
+                                "`co_await magpie::join();` before co_return");
+  if (f->m_steals != 0) [[unlikely]] {
+    return final_join(f);
+  }
+  context *const ctx = f->m_ctx;
+  if (f->has_exception() || f->m_deferred != nullptr) [[unlikely]] {
+    settle_before_destroy(f, ctx);
+  }
+  frame_base *const parent = f->m_parent;
+  frame_kind const kind = f->m_kind;
+  // At the final suspend point only the promise and the parameter copies are alive; if both are
+  // trivially destructible, ending their lifetime needs no code, so the bytes are released
+  // directly (the coroutine frame starts at the address the promise's operator new returned).
+  if (!f->m_trivial_frame || !ctx->stack().deallocate_in_place(f->m_handle.address()))
+      [[unlikely]] {
+    return destroy_then_transfer(f, ctx, parent, kind);
+  }
+  return transfer_to_parent(ctx, parent, kind);
 }
 
 } // namespace magpie::core::detail

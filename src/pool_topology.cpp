@@ -1,0 +1,73 @@
+// magpie/src/pool_topology.cpp — a pool's placement: the worker → PU map, the victim tables, where
+// submissions go first, and describe(). The worker loop itself is in pool.cpp.
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "magpie/core/context.hpp"
+#include "magpie/sched/pool.hpp"
+
+namespace magpie::sched {
+
+void pool::configure_placement(topology const *topo, victim_policy victims, std::size_t workers) {
+  m_worker_cpu.assign(workers, -1);
+  m_pin_error.assign(workers, 0);
+  if (topo == nullptr) { // unpinned: no tree to consult
+    m_worker_pu.assign(workers, -1);
+    m_victims = std::make_unique<victim_selector>(victims, workers);
+  } else {
+    m_topology_summary = topo->summary();
+    m_worker_pu = m_placement.map_workers(*topo, workers);
+    for (std::size_t i = 0; i < workers; ++i) {
+      if (m_worker_pu[i] >= 0) {
+        m_worker_cpu[i] = topo->pu(static_cast<std::size_t>(m_worker_pu[i])).os_index;
+      }
+    }
+    m_victims = std::make_unique<victim_selector>(victims, *topo, m_worker_pu);
+  }
+  m_starting.store(workers, std::memory_order_relaxed); // before the threads start (no edge)
+}
+
+long pool::submitter_worker() const noexcept {
+  if (m_placement.what() == placement::kind::unpinned || m_workers.size() < 2) {
+    return -1; // no locality known: the caller's round robin decides
+  }
+  core::context const *c = core::this_context();
+  if (c != nullptr && c->owner() == this) {
+    return static_cast<long>(c->index()); // a task of ours submits (resume_on, a resumption)
+  }
+  int const cpu = current_cpu(); // a plain thread: the worker pinned where it runs now, if any
+  for (std::size_t i = 0; cpu >= 0 && i < m_worker_cpu.size(); ++i) {
+    if (m_worker_cpu[i] == cpu) {
+      return static_cast<long>(i);
+    }
+  }
+  return -1;
+}
+
+std::string pool::describe() const {
+  std::string s = "magpie pool: " + std::to_string(size()) + " workers, " +
+                  (m_policy == idle_policy::lazy ? "lazy" : "busy") + ", placement " +
+                  m_placement.name() + ", victims " + std::string(to_string(m_victims->policy())) +
+                  "\n  topology " +
+                  (m_topology_summary.empty() ? topology::machine().summary() + " (not used)"
+                                              : m_topology_summary) +
+                  "\n";
+  for (std::size_t i = 0; i < size(); ++i) {
+    s += "  worker " + std::to_string(i) + " -> ";
+    if (m_worker_pu[i] < 0) {
+      s += "unpinned\n";
+      continue;
+    }
+    s += "PU " + std::to_string(m_worker_pu[i]) + " (cpu " + std::to_string(m_worker_cpu[i]) + ")";
+    if (m_pin_error[i] == 0) {
+      s += " pinned\n";
+    } else {
+      s += " NOT pinned: the kernel refused (" + std::string(std::strerror(m_pin_error[i])) + ")\n";
+    }
+  }
+  return s;
+}
+
+} // namespace magpie::sched
