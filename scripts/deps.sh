@@ -3,7 +3,7 @@
 # Usage: scripts/deps.sh test|bench   (sourced or executed; needs root or sudo for apt-get)
 set -euo pipefail
 
-common=(cmake ninja-build g++-12 clang-16 libclang-rt-16-dev)
+common=(cmake ninja-build g++-12 clang-16 libclang-rt-16-dev libasio-dev)
 case "${1:-test}" in
   test)  wanted=("${common[@]}" libgtest-dev spin gcc clang-format-16) ;;
   bench) wanted=("${common[@]}" libtbb-dev libomp-16-dev libbenchmark-dev python3 python3-matplotlib time) ;;
