@@ -275,6 +275,15 @@ TEST_P(fd_test, regular_files_are_always_ready_and_bad_descriptors_throw) {
 
 TEST_P(fd_test, a_raw_close_under_a_deadline_ends_at_the_deadline) {
   // Documented misuse: epoll forgets a closed descriptor, so only the deadline ends the wait.
+  // The misuse is a race on the descriptor by nature (close against the reactor's epoll_ctl),
+  // which ThreadSanitizer rightly reports: not run under it.
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a raw close racing a wait is the documented misuse; TSan reports the race";
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+  GTEST_SKIP() << "a raw close racing a wait is the documented misuse; TSan reports the race";
+#  endif
+#endif
   int fds[2];
   ASSERT_EQ(::pipe2(fds, O_NONBLOCK | O_CLOEXEC), 0);
   std::atomic<int> waiting{0};
