@@ -689,7 +689,7 @@ def main(argv: list[str]) -> int:
         # sync_bench and sync_parked_memory (bench/sync): plain binaries that check their answers
         # and print "ERROR OCCURRED" (exit status 1) on a wrong one, like Google Benchmark.
         for name in ["micro_fib_overhead", "micro_magpie", "sync_latency", "sync_bench",
-                     "sync_parked_memory"]:
+                     "sync_parked_memory", "io_timers", "io_server"]:
             exe = bindir / name
             if not exe.exists():
                 missing.append(f"{name} was not built" + ("" if name == "sync_latency" else " (libbenchmark-dev missing?)"))
@@ -709,7 +709,7 @@ def main(argv: list[str]) -> int:
             else:
                 micro_ran.append(name + (" (every fib checked)" if name == "micro_fib_overhead"
                                          else " (every round trip checked)" if name == "sync_latency"
-                                         else " (answers checked)" if name.startswith("sync_")
+                                         else " (answers checked)" if name.startswith(("sync_", "io_"))
                                          else " (no answers to check)"))
             if (res.get("other_cores") or 0) > NOISE_CORES:
                 text += f"\nWARNING: other processes kept {res['other_cores']:.2f} cores busy during this run\n"

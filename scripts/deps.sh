@@ -3,7 +3,7 @@
 # Usage: scripts/deps.sh test|bench|docs|build   (sourced or executed; needs root or sudo for apt-get)
 set -euo pipefail
 
-common=(cmake ninja-build g++-12 clang-16 libclang-rt-16-dev libhwloc-dev pkg-config)
+common=(cmake ninja-build g++-12 clang-16 libclang-rt-16-dev libhwloc-dev pkg-config libasio-dev)
 case "${1:-test}" in
   test)  wanted=("${common[@]}" libgtest-dev spin gcc clang-format-16 clang-tidy-16 libc++-16-dev
                  libc++abi-16-dev pkg-config doxygen python3) ;;

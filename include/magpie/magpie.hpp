@@ -8,6 +8,9 @@
 #include "magpie/core.hpp"
 #include "magpie/sched.hpp"
 #include "magpie/sync.hpp"
+#if defined(__linux__)
+#  include "magpie/io.hpp"
+#endif
 
 namespace magpie {
 
@@ -72,5 +75,12 @@ using sync::suspend;
 using sync::task_group;
 using sync::unique_guard;
 using sync::unobserved_exception_handler;
+
+#if defined(__linux__)
+using io::readable;
+using io::sleep_for;
+using io::sleep_until;
+using io::writable;
+#endif
 
 } // namespace magpie

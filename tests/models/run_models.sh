@@ -110,5 +110,10 @@ check waiter.BUG_ENQUEUE_BEFORE_PARK   waiter.pml  fail safety -DBUG_ENQUEUE_BEF
 check waiter.BUG_NO_RECHECK            waiter.pml  fail safety -DBUG_NO_RECHECK
 check waiter.BUG_PUBLISH_THEN_UNLOCK   waiter.pml  fail safety -DBUG_PUBLISH_THEN_UNLOCK
 
+# (e) the reactor's sleep against a timer being armed (docs/protocols.md §10)
+check reactor                 reactor.pml pass safety
+check reactor.BUG_NO_RECHECK  reactor.pml fail safety -DBUG_NO_RECHECK
+check reactor.BUG_NO_POKE     reactor.pml fail safety -DBUG_NO_POKE
+
 echo "${passed} passed, ${failures} failed"
 [ "$failures" = 0 ]

@@ -1,0 +1,216 @@
+#pragma once
+// examples/server/magpie_server.hpp — the loopback server whose connection handlers are magpie
+// tasks: an acceptor task spawns one handler task per connection into a task_group; a handler
+// reads a request (co_await magpie::readable when the socket has nothing), computes the payload's
+// checksum with fork–join (halves in parallel down to a grain), and writes the reply
+// (co_await magpie::writable when the socket is full). No worker ever blocks on a socket.
+//
+// Outcomes, each counted: a peer that closes between requests ends its handler quietly; one that
+// disconnects mid-request or sends a malformed request ends it with an error; a handler that
+// throws (a payload beginning with "THROW" when throw_marker is on) closes only its own
+// connection; a client silent for longer than idle_timeout is disconnected. stop() shuts every
+// socket down, and waits for every handler to finish: no task, stacklet or descriptor outlives it.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_set>
+#include <vector>
+
+#include <sys/socket.h>
+
+#include "magpie/io.hpp"
+#include "magpie/magpie.hpp"
+#include "protocol.hpp"
+
+namespace server {
+
+/// The server. start() and stop() from a plain thread; stop() is idempotent (and called by the
+/// destructor).
+class magpie_server {
+public:
+  struct options {
+    std::size_t grain = 4096; ///< bytes below which the checksum is computed serially
+    std::chrono::milliseconds idle_timeout{10'000};
+    bool throw_marker = false; ///< a payload starting with "THROW" makes its handler throw
+  };
+
+  magpie_server(magpie::pool &pool, options opt) : m_pool(pool), m_opt(opt), m_group(pool) {
+    m_listen = listen_loopback(m_port, true);
+  }
+  explicit magpie_server(magpie::pool &pool) : magpie_server(pool, options{}) {}
+  ~magpie_server() { stop(); }
+  magpie_server(magpie_server const &) = delete;
+  magpie_server &operator=(magpie_server const &) = delete;
+
+  std::uint16_t port() const noexcept { return m_port; }
+
+  void start() { m_group.spawn(accept_loop, this); }
+
+  /// Stops accepting, shuts every connection down and waits for every handler.
+  void stop() {
+    if (m_stopping.exchange(true)) {
+      return;
+    }
+    {
+      std::lock_guard lock(m_mutex);
+      for (int fd : m_open) {
+        ::shutdown(fd, SHUT_RDWR); // its handler sees end-of-stream (or an error) and ends
+      }
+    }
+    m_group.wait(); // the acceptor notices m_stopping within its poll interval
+    magpie::io::close(m_listen);
+  }
+
+  long requests() const noexcept { return m_requests.load(); }
+  long connections() const noexcept { return m_connections.load(); }
+  long errors() const noexcept { return m_errors.load(); }         ///< ended by an error
+  long timeouts() const noexcept { return m_timeouts.load(); }     ///< idle clients dropped
+  long handler_throws() const noexcept { return m_throws.load(); } ///< handlers that threw
+  std::size_t open_connections() {
+    std::lock_guard lock(m_mutex);
+    return m_open.size();
+  }
+
+private:
+  struct idle_timeout : std::runtime_error {
+    idle_timeout() : std::runtime_error("idle client") {}
+  };
+  struct handler_threw : std::runtime_error {
+    handler_threw() : std::runtime_error("the handler threw (THROW marker)") {}
+  };
+
+  static magpie::task<void> accept_loop(magpie_server *self) {
+    while (!self->m_stopping.load()) {
+      int fd = ::accept4(self->m_listen, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) {
+          (void)co_await magpie::readable(self->m_listen, std::chrono::milliseconds(50));
+        } else if (errno == EMFILE || errno == ENFILE) {
+          co_await magpie::sleep_for(std::chrono::milliseconds(1)); // out of descriptors: later
+        } else {
+          break;
+        }
+        continue;
+      }
+      set_nodelay(fd);
+      {
+        std::lock_guard lock(self->m_mutex);
+        if (self->m_stopping.load()) { // stop() has shut the others down already
+          ::close(fd);
+          break;
+        }
+        self->m_open.insert(fd);
+      }
+      self->m_connections.fetch_add(1);
+      self->m_group.spawn(serve, self, fd);
+    }
+  }
+
+  /// Reads exactly n bytes; false if the peer closed before the first byte and `eof_ok`.
+  static magpie::task<bool> read_exact(magpie_server *self, int fd, unsigned char *p, std::size_t n,
+                                       bool eof_ok) {
+    std::size_t got = 0;
+    while (got < n) {
+      ssize_t r = ::recv(fd, p + got, n - got, 0);
+      if (r > 0) {
+        got += static_cast<std::size_t>(r);
+      } else if (r == 0) {
+        if (got == 0 && eof_ok) {
+          co_return false;
+        }
+        throw std::runtime_error("peer disconnected mid-request");
+      } else if (errno == EAGAIN || errno == EINTR) {
+        if (!co_await magpie::readable(fd, self->m_opt.idle_timeout)) {
+          throw idle_timeout();
+        }
+      } else {
+        throw std::system_error(errno, std::system_category(), "recv");
+      }
+    }
+    co_return true;
+  }
+
+  static magpie::task<void> write_all(int fd, unsigned char const *p, std::size_t n) {
+    std::size_t sent = 0;
+    while (sent < n) {
+      ssize_t r = ::send(fd, p + sent, n - sent, MSG_NOSIGNAL);
+      if (r >= 0) {
+        sent += static_cast<std::size_t>(r);
+      } else if (errno == EAGAIN || errno == EINTR) {
+        co_await magpie::writable(fd);
+      } else {
+        throw std::system_error(errno, std::system_category(), "send");
+      }
+    }
+  }
+
+  /// The checksum of bytes [b, e) of p: fork–join halves down to the grain.
+  static magpie::task<std::uint64_t> sum(unsigned char const *p, std::size_t b, std::size_t e,
+                                         std::size_t grain) {
+    if (e - b <= grain) {
+      co_return checksum(p, b, e);
+    }
+    std::size_t const mid = b + (e - b) / 2;
+    std::uint64_t left = 0, right = 0;
+    co_await magpie::fork(&left, sum, p, b, mid, grain);
+    co_await magpie::call(&right, sum, p, mid, e, grain);
+    co_await magpie::join();
+    co_return left + right;
+  }
+
+  static magpie::task<void> serve(magpie_server *self, int fd) {
+    std::vector<unsigned char> payload;
+    try {
+      for (;;) {
+        unsigned char header[4];
+        bool more = false;
+        co_await magpie::call(&more, read_exact, self, fd, header, 4, true);
+        if (!more) {
+          break; // closed between requests: the normal end
+        }
+        std::uint32_t const n = read_length(header);
+        if (n == 0 || n > max_payload) {
+          throw std::runtime_error("malformed request");
+        }
+        payload.resize(n);
+        co_await magpie::call(&more, read_exact, self, fd, payload.data(), n, false);
+        if (self->m_opt.throw_marker && n >= 5 && std::memcmp(payload.data(), "THROW", 5) == 0) {
+          throw handler_threw();
+        }
+        std::uint64_t s = 0;
+        co_await magpie::call(&s, sum, payload.data(), 0, n, self->m_opt.grain);
+        unsigned char reply[8];
+        std::memcpy(reply, &s, 8);
+        co_await magpie::call(write_all, fd, reply, 8);
+        self->m_requests.fetch_add(1, std::memory_order_relaxed);
+      }
+    } catch (idle_timeout const &) {
+      self->m_timeouts.fetch_add(1);
+    } catch (handler_threw const &) {
+      self->m_throws.fetch_add(1);
+    } catch (std::exception const &) {
+      self->m_errors.fetch_add(1);
+    }
+    {
+      std::lock_guard lock(self->m_mutex); // stop() does not shut down a number reused later
+      self->m_open.erase(fd);
+    }
+    magpie::io::close(fd);
+  }
+
+  magpie::pool &m_pool;
+  options m_opt;
+  magpie::task_group m_group;
+  int m_listen = -1;
+  std::uint16_t m_port = 0;
+  std::atomic<bool> m_stopping{false};
+  std::mutex m_mutex;
+  std::unordered_set<int> m_open;
+  std::atomic<long> m_requests{0}, m_connections{0}, m_errors{0}, m_timeouts{0}, m_throws{0};
+};
+
+} // namespace server
