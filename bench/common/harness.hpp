@@ -39,8 +39,8 @@ struct options {
   std::string placement = "unpinned"; ///< magpie only: unpinned | cores | pus | numa:N | cpus:A,B
   std::string victims = "uniform";    ///< magpie only: uniform | weighted
   bool star = false;                  ///< UTS only: magpie* (child results in stack_alloc arrays)
-  double max_seconds = 0;             ///< if > 0: fewer reps (never < 3) when the first rep predicts more
-  std::string variant;                ///< a runtime's variant (zipf: omp static|dynamic|guided, ...)
+  double max_seconds = 0; ///< if > 0: fewer reps (never < 3) when the first rep predicts more
+  std::string variant;    ///< a runtime's variant (zipf: omp static|dynamic|guided, ...)
 };
 
 [[noreturn]] inline void usage(char const *argv0, char const *why) {

@@ -151,8 +151,8 @@ struct frame_base {
   std::atomic<std::uint32_t> m_joins{join_init}; ///< split join counter (see protocols.md)
   std::uint32_t m_steals = 0; ///< continuations stolen in this scope (runner only)
   frame_kind m_kind;          ///< how the task was started (set by every constructor)
-  bool m_unjoined = false; ///< forked since the last join
-  bool m_at_final = false; ///< waiting in final suspend for stolen children
+  bool m_unjoined = false;    ///< forked since the last join
+  bool m_at_final = false;    ///< waiting in final suspend for stolen children
   /// Nothing in the frame needs destroying once the body has finished (promise and parameter
   /// copies are trivially destructible), so the frame's bytes can be released without the
   /// coroutine's destroy path.
