@@ -87,6 +87,8 @@ core::task<bool> exists_impl(I first, std::size_t n, Pred pred, loop_options opt
 
 /// The type of magpie::find_if: the first `it` in [first, last) with `pred(*it)`, or last.
 struct find_if_fn {
+  /// Inside a task: a task to `call` or `fork` (then `join`) on the caller's pool, splitting on
+  /// demand.
   template <std::input_or_output_iterator I, typename Pred>
   core::task<I> operator()(I first, I last, Pred pred, loop_options opt = {}) const {
     if constexpr (detail::require_random_access<I>()) {
@@ -96,6 +98,8 @@ struct find_if_fn {
       return detail::rejected_iterator<I>();
     }
   }
+  /// Blocking, from a plain thread: runs on scheduler `s` and returns when every started iteration
+  /// has finished, rethrowing the first exception.
   template <sched::scheduler S, std::input_or_output_iterator I, typename Pred>
   I operator()(S &s, I first, I last, Pred pred, loop_options opt = {}) const {
     if constexpr (detail::require_random_access<I>()) {
@@ -106,6 +110,7 @@ struct find_if_fn {
       return first;
     }
   }
+  /// Blocking, over a range: the iterator form on std::ranges::begin(r) and its end.
   template <sched::scheduler S, std::ranges::range R, typename Pred>
   auto operator()(S &s, R &&r, Pred pred, loop_options opt = {}) const {
     return (*this)(s, std::ranges::begin(r), detail::end_of(r), std::move(pred), std::move(opt));

@@ -129,6 +129,8 @@ inline constexpr for_each_fn for_each{};
 
 /// The type of magpie::for_each_n: `fn(first[i])` for i in [0, n); returns first + n.
 struct for_each_n_fn {
+  /// Inside a task: a task to `call` or `fork` (then `join`) on the caller's pool, splitting on
+  /// demand.
   template <std::input_or_output_iterator I, std::integral N, typename Fn>
   core::task<I> operator()(I first, N n, Fn fn, loop_options opt = {}) const {
     if constexpr (detail::require_random_access<I>()) {
@@ -138,6 +140,8 @@ struct for_each_n_fn {
       return detail::rejected_iterator<I>();
     }
   }
+  /// Blocking, from a plain thread: runs on scheduler `s` and returns when every started iteration
+  /// has finished, rethrowing the first exception.
   template <sched::scheduler S, std::input_or_output_iterator I, std::integral N, typename Fn>
   I operator()(S &s, I first, N n, Fn fn, loop_options opt = {}) const {
     if constexpr (detail::require_random_access<I>()) {
@@ -155,11 +159,15 @@ inline constexpr for_each_n_fn for_each_n{};
 
 /// The type of magpie::for_range: `fn(i)` for every integer i in [lo, hi) (none if hi <= lo).
 struct for_range_fn {
+  /// Inside a task: a task to `call` or `fork` (then `join`) on the caller's pool, splitting on
+  /// demand.
   template <std::integral Int, typename Fn>
   core::task<void> operator()(Int lo, std::type_identity_t<Int> hi, Fn fn,
                               loop_options opt = {}) const {
     return detail::for_range_impl(lo, hi, std::move(fn), std::move(opt), detail::current_loop());
   }
+  /// Blocking, from a plain thread: runs on scheduler `s` and returns when every started iteration
+  /// has finished, rethrowing the first exception.
   template <sched::scheduler S, std::integral Int, typename Fn>
   void operator()(S &s, Int lo, std::type_identity_t<Int> hi, Fn fn, loop_options opt = {}) const {
     sched::sync_wait(s, detail::for_range_impl<Int, Fn>, lo, hi, std::move(fn), std::move(opt),
@@ -173,6 +181,8 @@ inline constexpr for_range_fn for_range{};
 /// The type of magpie::transform: `d_first[i] = op(first[i])` (or `op(first1[i], first2[i])`);
 /// returns d_first + n. The output may be the input (in place); other overlaps are undefined.
 struct transform_fn {
+  /// Inside a task: a task to `call` or `fork` (then `join`) on the caller's pool, splitting on
+  /// demand.
   template <std::input_or_output_iterator I, std::input_or_output_iterator O, typename Op>
   core::task<O> operator()(I first, I last, O d_first, Op op, loop_options opt = {}) const {
     if constexpr (detail::require_random_access<I>() && detail::require_random_access<O>()) {
@@ -182,6 +192,8 @@ struct transform_fn {
       return detail::rejected_iterator<O>();
     }
   }
+  /// Inside a task: a task to `call` or `fork` (then `join`) on the caller's pool, splitting on
+  /// demand.
   template <std::input_or_output_iterator I1, std::input_or_output_iterator I2,
             std::input_or_output_iterator O, detail::not_options Op>
   core::task<O> operator()(I1 first1, I1 last1, I2 first2, O d_first, Op op,
@@ -194,6 +206,8 @@ struct transform_fn {
       return detail::rejected_iterator<O>();
     }
   }
+  /// Blocking, from a plain thread: runs on scheduler `s` and returns when every started iteration
+  /// has finished, rethrowing the first exception.
   template <sched::scheduler S, std::input_or_output_iterator I, std::input_or_output_iterator O,
             typename Op>
   O operator()(S &s, I first, I last, O d_first, Op op, loop_options opt = {}) const {
@@ -205,6 +219,8 @@ struct transform_fn {
       return d_first;
     }
   }
+  /// Blocking, from a plain thread: runs on scheduler `s` and returns when every started iteration
+  /// has finished, rethrowing the first exception.
   template <sched::scheduler S, std::input_or_output_iterator I1, std::input_or_output_iterator I2,
             std::input_or_output_iterator O, detail::not_options Op>
   O operator()(S &s, I1 first1, I1 last1, I2 first2, O d_first, Op op,
@@ -218,6 +234,7 @@ struct transform_fn {
       return d_first;
     }
   }
+  /// Blocking, over a range: the iterator form on std::ranges::begin(r) and its end.
   template <sched::scheduler S, std::ranges::range R, std::input_or_output_iterator O, typename Op>
   O operator()(S &s, R &&r, O d_first, Op op, loop_options opt = {}) const {
     return (*this)(s, std::ranges::begin(r), detail::end_of(r), d_first, std::move(op),

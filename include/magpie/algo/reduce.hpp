@@ -56,6 +56,8 @@ core::task<T> transform_reduce_impl(I first, std::size_t n, T init, Op op, Tr tr
 /// The type of magpie::transform_reduce: `init ⊕ tr(x₀) ⊕ … ⊕ tr(xₙ₋₁)` with ⊕ = `op`, or
 /// `init ⊕ (a₀ ⊗ b₀) ⊕ …` with ⊗ = `tr2` over two sequences (default ⊕ = +, ⊗ = ×).
 struct transform_reduce_fn {
+  /// Inside a task: a task to `call` or `fork` (then `join`) on the caller's pool, splitting on
+  /// demand.
   template <std::input_or_output_iterator I, typename T, typename Op, typename Tr>
   core::task<T> operator()(I first, I last, T init, Op op, Tr tr, loop_options opt = {}) const {
     if constexpr (detail::require_random_access<I>()) {
@@ -66,6 +68,8 @@ struct transform_reduce_fn {
       return detail::rejected_iterator<T>();
     }
   }
+  /// Blocking, from a plain thread: runs on scheduler `s` and returns when every started iteration
+  /// has finished, rethrowing the first exception.
   template <sched::scheduler S, std::input_or_output_iterator I, typename T, typename Op,
             typename Tr>
   T operator()(S &s, I first, I last, T init, Op op, Tr tr, loop_options opt = {}) const {
@@ -93,6 +97,7 @@ struct transform_reduce_fn {
       return init;
     }
   }
+  /// Blocking, over a range: the iterator form on std::ranges::begin(r) and its end.
   template <sched::scheduler S, std::ranges::range R, typename T, typename Op, typename Tr>
   T operator()(S &s, R &&r, T init, Op op, Tr tr, loop_options opt = {}) const {
     return (*this)(s, std::ranges::begin(r), detail::end_of(r), std::move(init), std::move(op),
@@ -105,18 +110,23 @@ inline constexpr transform_reduce_fn transform_reduce{};
 
 /// The type of magpie::reduce: `init ⊕ x₀ ⊕ … ⊕ xₙ₋₁` (default init = value_type{}, ⊕ = +).
 struct reduce_fn {
+  /// Inside a task: a task to `call` or `fork` (then `join`) on the caller's pool, splitting on
+  /// demand.
   template <std::input_or_output_iterator I, typename T = std::iter_value_t<I>,
             typename Op = std::plus<>>
   core::task<T> operator()(I first, I last, T init = T{}, Op op = {}, loop_options opt = {}) const {
     return transform_reduce(first, last, std::move(init), std::move(op), detail::identity{},
                             std::move(opt));
   }
+  /// Blocking, from a plain thread: runs on scheduler `s` and returns when every started iteration
+  /// has finished, rethrowing the first exception.
   template <sched::scheduler S, std::input_or_output_iterator I, typename T = std::iter_value_t<I>,
             typename Op = std::plus<>>
   T operator()(S &s, I first, I last, T init = T{}, Op op = {}, loop_options opt = {}) const {
     return transform_reduce(s, first, last, std::move(init), std::move(op), detail::identity{},
                             std::move(opt));
   }
+  /// Blocking, over a range: the iterator form on std::ranges::begin(r) and its end.
   template <sched::scheduler S, std::ranges::range R, typename T = std::ranges::range_value_t<R>,
             typename Op = std::plus<>>
   T operator()(S &s, R &&r, T init = T{}, Op op = {}, loop_options opt = {}) const {

@@ -103,6 +103,8 @@ using scan_value_t = std::iter_value_t<I>;
 /// The type of magpie::inclusive_scan: out[i] = [init ⊕] x₀ ⊕ … ⊕ xᵢ (default ⊕ = +); returns the
 /// end of the output.
 struct inclusive_scan_fn {
+  /// Inside a task: a task to `call` or `fork` (then `join`) on the caller's pool, splitting on
+  /// demand.
   template <std::input_or_output_iterator I, std::input_or_output_iterator O,
             typename Op = std::plus<>>
   core::task<O> operator()(I first, I last, O d_first, Op op = {}, loop_options opt = {}) const {
@@ -114,6 +116,8 @@ struct inclusive_scan_fn {
       return detail::rejected_iterator<O>();
     }
   }
+  /// Blocking, from a plain thread: runs on scheduler `s` and returns when every started iteration
+  /// has finished, rethrowing the first exception.
   template <sched::scheduler S, std::input_or_output_iterator I, std::input_or_output_iterator O,
             typename Op = std::plus<>>
   O operator()(S &s, I first, I last, O d_first, Op op = {}, loop_options opt = {}) const {
@@ -139,6 +143,7 @@ struct inclusive_scan_fn {
       return d_first;
     }
   }
+  /// Blocking, over a range: the iterator form on std::ranges::begin(r) and its end.
   template <sched::scheduler S, std::ranges::range R, std::input_or_output_iterator O,
             typename Op = std::plus<>>
   O operator()(S &s, R &&r, O d_first, Op op = {}, loop_options opt = {}) const {
@@ -153,6 +158,8 @@ inline constexpr inclusive_scan_fn inclusive_scan{};
 /// The type of magpie::exclusive_scan: out[i] = init ⊕ x₀ ⊕ … ⊕ xᵢ₋₁ (out[0] = init; default
 /// ⊕ = +); returns the end of the output.
 struct exclusive_scan_fn {
+  /// Inside a task: a task to `call` or `fork` (then `join`) on the caller's pool, splitting on
+  /// demand.
   template <std::input_or_output_iterator I, std::input_or_output_iterator O, typename T,
             typename Op = std::plus<>>
   core::task<O> operator()(I first, I last, O d_first, T init, Op op = {},
@@ -165,6 +172,8 @@ struct exclusive_scan_fn {
       return detail::rejected_iterator<O>();
     }
   }
+  /// Blocking, from a plain thread: runs on scheduler `s` and returns when every started iteration
+  /// has finished, rethrowing the first exception.
   template <sched::scheduler S, std::input_or_output_iterator I, std::input_or_output_iterator O,
             typename T, typename Op = std::plus<>>
   O operator()(S &s, I first, I last, O d_first, T init, Op op = {}, loop_options opt = {}) const {
@@ -177,6 +186,7 @@ struct exclusive_scan_fn {
       return d_first;
     }
   }
+  /// Blocking, over a range: the iterator form on std::ranges::begin(r) and its end.
   template <sched::scheduler S, std::ranges::range R, std::input_or_output_iterator O, typename T,
             typename Op = std::plus<>>
   O operator()(S &s, R &&r, O d_first, T init, Op op = {}, loop_options opt = {}) const {

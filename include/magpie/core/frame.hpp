@@ -164,6 +164,7 @@ protected:
   /// fork and call, ext::start_root for roots). GCC does not inline a task's ramp into its
   /// caller, so stores made here would not be merged with those and would cost every task.
   struct links_set_by_starter {};
+  /// A task promise's base: the links stay unset (see links_set_by_starter).
   explicit frame_base(links_set_by_starter) noexcept {}
 };
 

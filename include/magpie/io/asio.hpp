@@ -154,7 +154,9 @@ namespace magpie {
 using io::use_task;
 } // namespace magpie
 
-/// Asio's hook: an operation given magpie::use_task returns a request to co_await.
+/// \cond ASIO_HOOK
+// Asio's hook: an operation given magpie::use_task returns a request to co_await. Left out of
+// the reference (it lives in Asio's namespace); magpie::io::use_task documents the behaviour.
 template <typename R, typename... Args>
 struct asio::async_result<magpie::io::use_task_t, R(Args...)> {
   template <typename Initiation, typename... InitArgs>
@@ -165,3 +167,4 @@ struct asio::async_result<magpie::io::use_task_t, R(Args...)> {
         {std::forward<Initiation>(init), args_t(std::forward<InitArgs>(args)...)}};
   }
 };
+/// \endcond
