@@ -78,8 +78,12 @@ for preset in "${presets[@]}"; do
   extra=()
   # Checks that do not depend on the compiler or sanitizer run once, in the dev preset.
   if [ "$preset" = dev ]; then extra=(-DMAGPIE_MODEL_CHECK=ON -DMAGPIE_INSTALL_TEST=ON); fi
-  cmake --preset "$preset" "${extra[@]}" >/dev/null
-  cmake --build --preset "$preset" -j "$jobs"
+  # A preset that does not configure or build counts as one failure; the others still run.
+  if ! { cmake --preset "$preset" "${extra[@]}" >/dev/null && cmake --build --preset "$preset" -j "$jobs"; }; then
+    echo "preset $preset: the build failed" >&2
+    failed=$((failed + 1)) failed_presets+=("$preset")
+    continue
+  fi
   junit="$tmp/$preset.xml"
   if ctest --preset "$preset" -j "$jobs" --output-junit "$junit"; then :; else failed_presets+=("$preset"); fi
   if [ -s "$junit" ]; then

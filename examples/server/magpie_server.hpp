@@ -38,7 +38,7 @@ public:
     bool throw_marker = false; ///< a payload starting with "THROW" makes its handler throw
   };
 
-  magpie_server(magpie::pool &pool, options opt) : m_pool(pool), m_opt(opt), m_group(pool) {
+  magpie_server(magpie::pool &pool, options opt) : m_opt(opt), m_group(pool) {
     m_listen = listen_loopback(m_port, true);
   }
   explicit magpie_server(magpie::pool &pool) : magpie_server(pool, options{}) {}
@@ -202,7 +202,6 @@ private:
     magpie::io::close(fd);
   }
 
-  magpie::pool &m_pool;
   options m_opt;
   magpie::task_group m_group;
   int m_listen = -1;
