@@ -1,5 +1,6 @@
 // examples/algo_for_each.cpp — magpie's parallel algorithms from ordinary code: a skewed loop, a
-// reduction, a scan, a sort, an early-exit search and a cancelled loop.
+// reduction, a scan, a sort, an early-exit search and a cancelled loop, each checked against the
+// standard library's serial algorithm.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -10,6 +11,8 @@
 #include "magpie/magpie.hpp"
 
 int main() {
+  bool ok = true;
+  // [blocking]
   magpie::lazy_pool pool(2);
 
   // for_each: like std::for_each(std::execution::par, ...); iterations may cost very different
@@ -21,9 +24,15 @@ int main() {
   long const sum = magpie::reduce(pool, v.begin(), v.end(), 0L);
   std::vector<long> prefix(v.size());
   magpie::inclusive_scan(pool, v.begin(), v.end(), prefix.begin());
-  magpie::sort(pool, v);
-  auto big = magpie::find_if(pool, v, [](long x) { return x >= 990; });
+  std::vector<long> sorted = v;
+  magpie::sort(pool, sorted);
+  auto big = magpie::find_if(pool, v, [](long x) { return x >= 990; }); // the first, as std's
+  // [blocking]
+  ok = ok && sum == std::accumulate(v.begin(), v.end(), 0L) && prefix.back() == sum;
+  ok = ok && std::is_sorted(sorted.begin(), sorted.end());
+  ok = ok && big == std::find_if(v.begin(), v.end(), [](long x) { return x >= 990; });
 
+  // [cancel]
   // Cancellation: a stop request skips the iterations that have not started.
   std::stop_source stop;
   std::atomic<int> ran{0};
@@ -40,10 +49,13 @@ int main() {
         }
       },
       {.stop = stop.get_token()});
+  // [cancel]
 
   std::printf("sum %ld, last prefix %ld, sorted %s, first >= 990 at %ld\n", sum, prefix.back(),
-              std::is_sorted(v.begin(), v.end()) ? "yes" : "no",
+              std::is_sorted(sorted.begin(), sorted.end()) ? "yes" : "no",
               static_cast<long>(big - v.begin()));
   std::printf("cancelled loop: %s of 1000 iterations skipped, iteration 0 saw the stop: %s\n",
               ran.load() < 1000 ? "some" : "none", saw_stop.load() >= 1 ? "yes" : "no");
+  std::printf("all as the serial algorithms: %s\n", ok ? "yes" : "NO");
+  return ok ? 0 : 1;
 }

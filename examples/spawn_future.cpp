@@ -18,6 +18,7 @@ magpie::task<long> fib(int n) {
   co_return a + b;
 }
 
+// [in_task]
 // Inside a task: spawn, then co_await (suspends; helps if the task has not started yet).
 magpie::task<long> fib_pair(magpie::pool *pool, int n) {
   magpie::future<long> f = magpie::spawn(*pool, magpie::priority::high, fib, n);
@@ -26,6 +27,7 @@ magpie::task<long> fib_pair(magpie::pool *pool, int n) {
   long const b = co_await g;
   co_return a + b; // fib(n + 2)
 }
+// [in_task]
 
 magpie::task<void> count_words(std::string text, long *out) {
   long words = 0;
@@ -47,11 +49,14 @@ magpie::task<void> fails(int id) {
 int main() {
   magpie::lazy_pool pool(2);
 
+  // [from_thread]
   // From a plain thread: get() blocks.
   magpie::future<long> f = magpie::spawn(pool, fib, 30);
   std::printf("fib(30) = %ld\n", f.get());
   std::printf("fib(27) via two futures = %ld\n", magpie::sync_wait(pool, fib_pair, &pool, 25));
+  // [from_thread]
 
+  // [group]
   // A task group: arguments are copied into each child (the strings), values go through pointers.
   long counts[3] = {};
   char const *texts[3] = {"one two three", "four five", "six"};
@@ -72,5 +77,6 @@ int main() {
     std::printf("group rethrew one error (%s), dropped %zu\n",
                 std::string(e.what()).substr(0, 5).c_str(), g.dropped_exceptions());
   }
+  // [group]
   return 0;
 }
