@@ -5,7 +5,6 @@
 #include <atomic>
 #include <cstdio>
 #include <numeric>
-#include <stop_token>
 #include <vector>
 
 #include "magpie/magpie.hpp"
@@ -34,7 +33,7 @@ int main() {
 
   // [cancel]
   // Cancellation: a stop request skips the iterations that have not started.
-  std::stop_source stop;
+  magpie::stop_source stop;
   std::atomic<int> ran{0};
   std::atomic<int> saw_stop{0};
   magpie::for_range(

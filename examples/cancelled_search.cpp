@@ -1,12 +1,11 @@
 // Cancellation: a search over blocks of candidates stops the whole loop once one block finds the
-// answer, through the std::stop_source whose token the loop was given; running blocks poll
+// answer, through the magpie::stop_source whose token the loop was given; running blocks poll
 // magpie::stop_requested() to give up early. Then any_of answers a yes/no question and stops
 // itself at the first witness.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <ranges>
-#include <stop_token>
 
 #include "magpie/magpie.hpp"
 
@@ -19,7 +18,7 @@ int main() {
   // [search]
   long const block = 1000; // candidates per iteration
   long const blocks = root / block + 1;
-  std::stop_source stop;
+  magpie::stop_source stop;
   std::atomic<long> factor{0};
   std::atomic<long> blocks_started{0};
   auto try_block = [&](long b) {

@@ -203,6 +203,7 @@ inline load_result run_load(std::uint16_t port, int connections, double seconds,
     ::close(ep);
   };
   std::vector<std::thread> ts;
+  ts.reserve(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) {
     ts.emplace_back(body, t);
   }

@@ -52,6 +52,8 @@ using algo::reduce;
 using algo::sort;
 using algo::stable_sort;
 using algo::stop_requested;
+using algo::stop_source;
+using algo::stop_token;
 using algo::transform;
 using algo::transform_reduce;
 

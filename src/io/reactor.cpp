@@ -210,7 +210,7 @@ private:
 
   static std::size_t shard_count() noexcept {
     std::size_t n = 4;
-    while (n < 2 * std::thread::hardware_concurrency() && n < 64) {
+    while (n < 2 * std::size_t{std::thread::hardware_concurrency()} && n < 64) {
       n *= 2;
     }
     return n;

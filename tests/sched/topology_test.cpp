@@ -148,7 +148,8 @@ void check_distribution(victim_selector const &v, std::size_t self) {
     double const expected = v.probability(self, j) * draws;
     class_expected[v.distance(self, j)] += expected;
     class_seen[v.distance(self, j)] += static_cast<double>(hits[j]);
-    chi2 += (hits[j] - expected) * (hits[j] - expected) / expected;
+    double const seen = static_cast<double>(hits[j]);
+    chi2 += (seen - expected) * (seen - expected) / expected;
     ++cells;
     if (expected >= 40'000) { // 2 % is > 10 standard deviations here
       EXPECT_NEAR(hits[j], expected, 0.02 * expected) << "victim " << j;

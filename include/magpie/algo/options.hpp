@@ -2,10 +2,9 @@
 // magpie/algo/options.hpp — what every parallel algorithm accepts besides its data: a grain and a
 // stop token; and magpie::stop_requested(), which running iterations poll.
 
-#include <cstddef>
-#include <stop_token>
-
 #include "magpie/algo/detail/control.hpp"
+#include "magpie/algo/stop_token.hpp"
+#include <cstddef>
 
 namespace magpie::algo {
 
@@ -23,8 +22,8 @@ namespace magpie::algo {
 /// throw — with the effects of the iterations that ran. Results of a stopped reduce, scan, sort
 /// or find are unspecified (partial); a stopped for_each/transform ran a subset of its iterations.
 struct loop_options {
-  std::size_t grain = 0;     ///< iterations per chunk; 0 = adaptive
-  std::stop_token stop = {}; ///< cancellation; default: never stopped (except by an enclosing loop)
+  std::size_t grain = 0; ///< iterations per chunk; 0 = adaptive
+  stop_token stop = {};  ///< cancellation; default: never stopped (except by an enclosing loop)
 };
 
 /// True when the algorithm whose iteration is running on this thread has been asked to stop:

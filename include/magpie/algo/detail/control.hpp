@@ -7,9 +7,9 @@
 #include <chrono>
 #include <cstddef>
 #include <exception>
-#include <stop_token>
 #include <utility>
 
+#include "magpie/algo/stop_token.hpp"
 #include "magpie/core/config.hpp"
 
 namespace magpie::algo::detail {
@@ -52,7 +52,7 @@ inline constexpr unsigned resample_every = 64;
 class loop_control {
 public:
   /// `grain` 0 = adaptive chunks; `parent`: the enclosing algorithm's control (may be null).
-  loop_control(std::size_t grain, std::stop_token token, loop_control const *parent) noexcept
+  loop_control(std::size_t grain, stop_token token, loop_control const *parent) noexcept
       : m_parent(parent), m_token(std::move(token)), m_chunk(grain == 0 ? 1 : grain),
         m_settled(grain != 0), m_fixed(grain != 0) {}
   loop_control(loop_control const &) = delete;
@@ -124,7 +124,7 @@ public:
 
 private:
   loop_control const *m_parent;
-  std::stop_token m_token;
+  stop_token m_token;
   // Padding, not alignas: the control lives in a coroutine frame on magpie's stack, which is only
   // 16-byte aligned. 64 bytes apart, the read-mostly fields, the stop flag and the chunk size that
   // calibration writes never share a cache line.
