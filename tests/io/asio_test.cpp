@@ -108,23 +108,26 @@ TEST_P(asio_test, errors_throw_or_come_back_as_values) {
 
 TEST_P(asio_test, an_operation_whose_handler_is_destroyed_unrun_throws_abandoned_wait) {
   auto io = std::make_unique<asio::io_context>();
-  std::atomic<int> waiting{0};
+  std::atomic<int> queued{0};
   std::thread killer([&] {
-    ASSERT_TRUE(wait_for(waiting));
-    std::this_thread::sleep_for(5ms);
-    io.reset(); // nobody runs it: the pending wait's handler is destroyed
+    ASSERT_TRUE(wait_for(queued));
+    io.reset(); // nobody ran it: the queued completion handler is destroyed
   });
-  auto body = [](asio::io_context *ctx, std::atomic<int> *w) -> task<long> {
-    asio::steady_timer timer(*ctx, 1h);
-    w->store(1);
+  auto body = [](asio::io_context *ctx, std::atomic<int> *q) -> task<long> {
+    // An operation of our own whose completion is queued on a context nobody runs; it says so
+    // only once queued, so the context is destroyed strictly after (no I/O object outlives it).
+    auto queue = [ctx, q](auto handler) {
+      asio::post(*ctx, std::move(handler));
+      q->store(1);
+    };
     try {
-      co_await timer.async_wait(magpie::use_task);
+      co_await asio::async_initiate<magpie::io::use_task_t const, void()>(queue, magpie::use_task);
     } catch (magpie::abandoned_wait const &) {
       co_return 1;
     }
     co_return 0;
   };
-  long r = m_sched.run(body, io.get(), &waiting);
+  long r = m_sched.run(body, io.get(), &queued);
   killer.join();
   EXPECT_EQ(r, 1);
 }
