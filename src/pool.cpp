@@ -384,25 +384,36 @@ std::vector<core::worker_stats> pool::stats() const {
   return out;
 }
 
-core::observer *pool::exchange_observer(core::observer *o) noexcept {
+core::observer *pool::exchange_observer_locked(core::observer *o) noexcept {
   MAGPIE_CHECK(!is_worker_thread(), "a pool's observer was changed from one of its own workers: "
                                     "it would wait for itself to leave the observer");
-  std::lock_guard lock(m_observer_mutex);
   for (auto &w : m_workers) {
     (void)w->ctx.exchange_observer(o); // waits until the worker is out of the previous one
   }
   return std::exchange(m_observer, o);
 }
 
+core::observer *pool::exchange_observer(core::observer *o) noexcept {
+  std::lock_guard lock(m_observer_mutex);
+  return exchange_observer_locked(o);
+}
+
+bool pool::replace_observer(core::observer *expected, core::observer *o) noexcept {
+  std::lock_guard lock(m_observer_mutex);
+  if (m_observer != expected) {
+    return false;
+  }
+  (void)exchange_observer_locked(o);
+  return true;
+}
+
 void pool::count_tasks(bool on) {
   core::observer *const counting = &core::counting_observer();
-  {
-    std::lock_guard lock(m_observer_mutex);
-    if (m_observer != nullptr && m_observer != counting) {
-      throw std::logic_error("magpie: pool::count_tasks while a trace session observes the pool");
-    }
+  std::lock_guard lock(m_observer_mutex);
+  if (m_observer != nullptr && m_observer != counting) {
+    throw std::logic_error("magpie: pool::count_tasks while a trace session observes the pool");
   }
-  (void)exchange_observer(on ? counting : nullptr);
+  (void)exchange_observer_locked(on ? counting : nullptr);
 }
 
 bool pool::counting_tasks() const noexcept {

@@ -21,9 +21,7 @@ session::session(sched::pool &pool, std::size_t events_per_worker)
   m_recorder.m_record = &session::on_event;
   // exchange_observer publishes the rings to the workers (its seq_cst exchange, which their
   // seq_cst load in context::observed acquires).
-  core::observer *const previous = m_pool->exchange_observer(&m_recorder);
-  if (previous != nullptr) {
-    (void)m_pool->exchange_observer(previous);
+  if (!m_pool->replace_observer(nullptr, &m_recorder)) {
     throw std::logic_error("magpie::trace::session: the pool is already observed (another "
                            "session, or pool::count_tasks(true))");
   }

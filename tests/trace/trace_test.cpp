@@ -131,6 +131,7 @@ void session_writes(char const *name) {
   {
     magpie::trace::session s(pool, 1 << 12); // small: the ring wraps
     EXPECT_THROW(pool.count_tasks(true), std::logic_error);
+    EXPECT_THROW(magpie::trace::session{pool}, std::logic_error) << "one observer at a time";
     EXPECT_EQ(magpie::sync_wait(pool, fib, 18), serial_fib(18));
     std::ostringstream out;
     s.write_json(out);

@@ -192,6 +192,9 @@ public:
   /// the caller may free it. Any thread but the pool's workers; one caller at a time (the
   /// trace layer's sessions serialise themselves).
   core::observer *exchange_observer(core::observer *o) noexcept;
+  /// As exchange_observer, but only if the pool's observer is `expected` (atomically with
+  /// respect to the other calls); returns whether it installed `o`.
+  bool replace_observer(core::observer *expected, core::observer *o) noexcept;
 
   /// The placement the pool was built with.
   placement const &where() const noexcept { return m_placement; }
@@ -209,6 +212,8 @@ public:
   std::string describe() const;
 
 private:
+  /// exchange_observer's work, with m_observer_mutex held.
+  core::observer *exchange_observer_locked(core::observer *o) noexcept;
   friend struct detail::worker;
   static core::executor::operations const executor_operations;
 
