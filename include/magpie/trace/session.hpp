@@ -44,9 +44,10 @@ public:
   void write_json(std::ostream &out);
   /// write_json to the file `path`; throws std::runtime_error if it cannot be written.
   void to_file(std::string const &path);
-  /// Events recorded, over all workers, including those the rings overwrote.
+  /// Events recorded, over all workers, including those the rings overwrote. After stop() (or
+  /// an export) only: while recording, the workers write these counts.
   std::uint64_t recorded() const noexcept;
-  /// Events the rings overwrote (recorded() minus those kept).
+  /// Events the rings overwrote (recorded() minus those kept). After stop() only, as recorded().
   std::uint64_t dropped() const noexcept;
 
   /// One recorded event (internal, but plain data).
