@@ -121,6 +121,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="magpie pools: unpinned | cores | pus | numa:N | cpus:A,B (recorded per row)")
     p.add_argument("--victims", default="uniform", choices=["uniform", "weighted"],
                    help="magpie pools: victim selection (recorded per row)")
+    p.add_argument("--trace", default="", metavar="DIR",
+                   help="magpie runtimes: write a Chrome/Perfetto trace per measurement to DIR "
+                        "(<problem>-<size>-<runtime>-P<workers>.json; open in ui.perfetto.dev)")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--no-micro", action="store_true",
                    help="skip the microbenchmarks (micro_fib_overhead, micro_magpie) run after the suite")
@@ -199,6 +202,10 @@ def measure(binary: Path, problem: str, size: str, runtime: str, workers: int, a
            "--warmup", str(args.warmup), "--max-seconds", str(args.max_seconds)] + extra
     if suffix == "magpie":
         cmd += ["--placement", args.placement, "--victims", args.victims]
+        if args.trace:
+            Path(args.trace).mkdir(parents=True, exist_ok=True)
+            name = f"{problem}-{size}-{runtime}-P{workers}.json".replace("*", "star")
+            cmd += ["--trace", str(Path(args.trace) / name)]
     res = run_process(cmd, args.timeout)
     row = {"problem": problem, "size": size, "runtime": runtime, "workers": workers,
            "maxrss_kib": res["maxrss_kib"], "process_wall_s": round(res["wall"], 3),

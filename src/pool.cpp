@@ -323,6 +323,9 @@ pool::pool(pool_options const &options, idle_policy policy)
        left = m_starting.load(std::memory_order_acquire)) { // acquire: the workers' pin results
     m_starting.wait(left, std::memory_order_acquire);
   }
+  if (options.count_tasks) {
+    count_tasks(true);
+  }
 }
 
 pool::~pool() {
@@ -379,6 +382,43 @@ std::vector<core::worker_stats> pool::stats() const {
     out.push_back(w->ctx.stats());
   }
   return out;
+}
+
+core::observer *pool::exchange_observer_locked(core::observer *o) noexcept {
+  MAGPIE_CHECK(!is_worker_thread(), "a pool's observer was changed from one of its own workers: "
+                                    "it would wait for itself to leave the observer");
+  for (auto &w : m_workers) {
+    (void)w->ctx.exchange_observer(o); // waits until the worker is out of the previous one
+  }
+  return std::exchange(m_observer, o);
+}
+
+core::observer *pool::exchange_observer(core::observer *o) noexcept {
+  std::lock_guard lock(m_observer_mutex);
+  return exchange_observer_locked(o);
+}
+
+bool pool::replace_observer(core::observer *expected, core::observer *o) noexcept {
+  std::lock_guard lock(m_observer_mutex);
+  if (m_observer != expected) {
+    return false;
+  }
+  (void)exchange_observer_locked(o);
+  return true;
+}
+
+void pool::count_tasks(bool on) {
+  core::observer *const counting = &core::counting_observer();
+  std::lock_guard lock(m_observer_mutex);
+  if (m_observer != nullptr && m_observer != counting) {
+    throw std::logic_error("magpie: pool::count_tasks while a trace session observes the pool");
+  }
+  (void)exchange_observer_locked(on ? counting : nullptr);
+}
+
+bool pool::counting_tasks() const noexcept {
+  std::lock_guard lock(m_observer_mutex);
+  return m_observer != nullptr;
 }
 
 std::size_t pool::choose_worker() noexcept {
@@ -459,6 +499,7 @@ void pool::unhold() noexcept {
 }
 
 std::size_t pool::submit_root(job *j, priority p, bool *local) {
+  m_roots_submitted.fetch_add(1, std::memory_order_relaxed); // a statistic: no edge
   bool const own = is_worker_thread();
   if (own) {
     // A task of ours spawning: its own root is in flight, so the destructor is still waiting
@@ -575,6 +616,7 @@ void pool::run_batch(detail::worker &w, job *j) {
     job *next = j->m_next; // read first: running a job may end its storage's lifetime
     w.ctx.bump(core::counter::jobs);
     j->m_run(j, w.ctx);
+    w.ctx.observe(core::event::strand_end);
     check_strand_ended(w.ctx);
     j = next;
   }
@@ -617,8 +659,10 @@ bool pool::try_steal(detail::worker &w) {
   w.idle.store(false, std::memory_order_relaxed); // a hint for choose_worker(): no edge
   become_active();
   w.ctx.bump(core::counter::steals);
+  w.ctx.observe(core::event::steal, victim);
   // The steal's acquire made the frame's state ours; we are now its only runner.
   core::ext::resume_stolen(stolen.value, w.ctx);
+  w.ctx.observe(core::event::strand_end);
   check_strand_ended(w.ctx);
   become_thief();
   return true;
@@ -668,8 +712,13 @@ void pool::idle(detail::worker &w) {
                         m_active.load(std::memory_order_seq_cst) > 0; // seq_cst: see protocols §6
     if (!needed && !work_visible(w) && !m_stop.load(std::memory_order_seq_cst)) { // under the lock
       w.ctx.bump(core::counter::sleeps);
+      w.ctx.observe(core::event::sleep);
       // relaxed m_stop: the destructor sets it before taking this lock to notify us
       w.cv.wait(lock, [&] { return w.notified || m_stop.load(std::memory_order_relaxed); });
+      if (w.notified) {
+        w.ctx.bump(core::counter::wakes);
+      }
+      w.ctx.observe(core::event::wake);
     }
     w.asleep = false;
     m_sleepers.fetch_sub(1, std::memory_order_seq_cst); // awake again: wakers may skip us

@@ -41,13 +41,14 @@ struct options {
   bool star = false;                  ///< UTS only: magpie* (child results in stack_alloc arrays)
   double max_seconds = 0; ///< if > 0: fewer reps (never < 3) when the first rep predicts more
   std::string variant;    ///< a runtime's variant (zipf: omp static|dynamic|guided, ...)
+  std::string trace;      ///< magpie only: write a Chrome/Perfetto trace of the run to this file
 };
 
 [[noreturn]] inline void usage(char const *argv0, char const *why) {
   std::fprintf(stderr,
                "%s: %s\nusage: %s [--size NAME] [--workers P] [--reps R] [--warmup W] "
                "[--max-seconds S] [--pool lazy|busy] [--star] [--variant NAME] [--placement P]\n"
-               "  [--victims uniform|weighted]\n",
+               "  [--victims uniform|weighted] [--trace FILE.json]\n",
                argv0, why, argv0);
   std::exit(2);
 }
@@ -82,6 +83,8 @@ inline options parse_options(int argc, char **argv) {
       o.variant = value();
     } else if (a == "--star") {
       o.star = true;
+    } else if (a == "--trace") {
+      o.trace = value();
     } else {
       usage(argv[0], "unknown option");
     }

@@ -1,7 +1,10 @@
 #pragma once
-// bench/common/magpie_runtime.hpp — a magpie pool (lazy or busy) chosen by --pool.
+// bench/common/magpie_runtime.hpp — a magpie pool (lazy or busy) chosen by --pool. With
+// --trace FILE, a trace::session records the whole run (its rings keep the latest events, i.e.
+// the last repetitions) and is written to FILE at exit, with the counters table on stderr.
 
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <string>
 #include <utility>
@@ -26,6 +29,27 @@ public:
     if (o.placement != "unpinned") {
       std::fputs(m_pool->describe().c_str(), stderr); // where the workers run, for the log
     }
+    if (!o.trace.empty()) {
+      m_trace_file = o.trace;
+      m_session = std::make_unique<magpie::trace::session>(*m_pool);
+    }
+  }
+  magpie_runtime(magpie_runtime const &) = delete;
+  magpie_runtime &operator=(magpie_runtime const &) = delete;
+  ~magpie_runtime() {
+    if (m_session) {
+      m_session->stop(); // the counters below then include nothing the trace lacks
+      std::fputs(magpie::trace::counters(*m_pool).to_table().c_str(), stderr);
+      try {
+        m_session->to_file(m_trace_file);
+        std::fprintf(stderr, "trace: %s (%llu events, %llu overwritten)\n", m_trace_file.c_str(),
+                     static_cast<unsigned long long>(m_session->recorded()),
+                     static_cast<unsigned long long>(m_session->dropped()));
+      } catch (std::exception const &e) {
+        std::fprintf(stderr, "trace: %s\n", e.what());
+      }
+      m_session.reset(); // before the pool
+    }
   }
 
   std::string const &name() const noexcept { return m_name; }
@@ -39,6 +63,8 @@ public:
 private:
   std::string m_name;
   std::unique_ptr<magpie::pool> m_pool;
+  std::string m_trace_file;
+  std::unique_ptr<magpie::trace::session> m_session; // declared after m_pool: destroyed first
 };
 
 } // namespace bench

@@ -8,6 +8,7 @@
 #include "magpie/core.hpp"
 #include "magpie/sched.hpp"
 #include "magpie/sync.hpp"
+#include "magpie/trace.hpp"
 #if defined(__linux__)
 #  include "magpie/io.hpp"
 #endif

@@ -40,6 +40,25 @@
 #  define MAGPIE_CORO_SUSPEND_NOINLINE
 #endif
 
+// MAGPIE_OBSERVE (default 1) compiles in the hooks through which counters and traces see what a
+// worker does (core/observer.hpp) at its rare events: roots, steals, resumptions, suspended
+// joins, parked tasks, the end of a strand, sleep and wake-up. Each is one relaxed load and a
+// predictable branch while nobody observes; fib's instruction count per task is unchanged
+// (measured: docs/guide, "Counters and timelines"). With 0 the hooks compile to nothing; the
+// counters of rare events (steals, sleeps, suspended joins ...) stay.
+#if !defined(MAGPIE_OBSERVE)
+#  define MAGPIE_OBSERVE 1
+#endif
+
+// MAGPIE_OBSERVE_TASKS (default 0; CMake option of the same name) adds hooks at every fork, call
+// and task end: forks, calls and tasks are counted and traced as spans. They cost the unstolen
+// fork path ~16 instructions per task even while nobody observes (fib: +9 % with GCC 12, +12 %
+// with Clang 16), hence opt-in. A whole program must be built with one value (it changes inline
+// functions): set it through CMake, which makes it a public definition of magpie::magpie.
+#if !defined(MAGPIE_OBSERVE_TASKS)
+#  define MAGPIE_OBSERVE_TASKS 0
+#endif
+
 // GCC turns symmetric transfer (one coroutine resuming the next from await_suspend) into a tail
 // call only when it optimises sibling calls (-O2, or -O1 -foptimize-sibling-calls). Without it,
 // every fork, call and return grows the OS stack and long computations overflow it.

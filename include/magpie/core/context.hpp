@@ -11,6 +11,7 @@
 
 #include "magpie/core/config.hpp"
 #include "magpie/core/deque.hpp"
+#include "magpie/core/observer.hpp"
 #include "magpie/core/stack.hpp"
 
 namespace magpie::core {
@@ -107,17 +108,44 @@ inline context *set_this_context(context *c) noexcept {
   return old;
 }
 
-/// A snapshot of one worker's counters.
+/// A snapshot of one worker's counters. The first group is always counted (rare events: their
+/// counting costs nothing measurable). `forks`, `calls` and `tasks` are counted only in builds
+/// with MAGPIE_OBSERVE_TASKS (core/config.hpp) and only while an observer is installed
+/// (sched::pool::count_tasks, trace::session). While counting covered every task of the pool,
+/// forks + calls + roots == tasks once the pool is idle (summed over the workers).
 struct worker_stats {
-  std::uint64_t steals = 0;      ///< continuations this worker stole
-  std::uint64_t steal_fails = 0; ///< steal attempts that found nothing or lost a race
-  std::uint64_t jobs = 0;        ///< submitted jobs (roots, resumptions) this worker ran
-  std::uint64_t handoffs = 0;    ///< stacks this worker gave to a suspended task
-  std::uint64_t sleeps = 0;      ///< times this worker went to sleep (lazy pools)
+  std::uint64_t steals = 0;        ///< continuations this worker stole
+  std::uint64_t steal_fails = 0;   ///< steal attempts that found nothing or lost a race
+  std::uint64_t jobs = 0;          ///< submitted jobs (roots, resumptions) this worker ran
+  std::uint64_t handoffs = 0;      ///< stacks this worker gave to a suspended task
+  std::uint64_t sleeps = 0;        ///< times this worker went to sleep (lazy pools)
+  std::uint64_t wakes = 0;         ///< times this worker was woken from sleep by a notification
+  std::uint64_t roots = 0;         ///< root tasks started on this worker
+  std::uint64_t join_suspends = 0; ///< joins (or task ends) that waited for stolen children
+  std::uint64_t parks = 0;         ///< tasks suspended on something other than children
+  std::uint64_t stacklets = 0;     ///< stacklets this worker's stack allocated
+  std::uint64_t stack_peak = 0;    ///< bytes of the largest chain this worker's stack held
+  std::uint64_t forks = 0;         ///< children forked (while counted)
+  std::uint64_t calls = 0;         ///< children called (while counted)
+  std::uint64_t tasks = 0;         ///< tasks that finished on this worker (while counted)
 };
 
 /// The counters a worker keeps.
-enum class counter : std::uint8_t { steals, steal_fails, jobs, handoffs, sleeps, count_ };
+enum class counter : std::uint8_t {
+  steals,
+  steal_fails,
+  jobs,
+  handoffs,
+  sleeps,
+  wakes,
+  roots,
+  join_suspends,
+  parks,
+  forks,
+  calls,
+  tasks,
+  count_
+};
 
 /// One worker's private state. Not thread-safe except for `thief()` and `stats()`.
 class context {
@@ -162,8 +190,62 @@ public:
     auto get = [&](counter c) { // relaxed: a snapshot, no edge
       return m_counters[static_cast<std::size_t>(c)].load(std::memory_order_relaxed);
     };
-    return {get(counter::steals), get(counter::steal_fails), get(counter::jobs),
-            get(counter::handoffs), get(counter::sleeps)};
+    worker_stats s;
+    s.steals = get(counter::steals);
+    s.steal_fails = get(counter::steal_fails);
+    s.jobs = get(counter::jobs);
+    s.handoffs = get(counter::handoffs);
+    s.sleeps = get(counter::sleeps);
+    s.wakes = get(counter::wakes);
+    s.roots = get(counter::roots);
+    s.join_suspends = get(counter::join_suspends);
+    s.parks = get(counter::parks);
+    s.stacklets = m_stack.stacklets_created();
+    s.stack_peak = m_stack.peak_chain_bytes();
+    s.forks = get(counter::forks);
+    s.calls = get(counter::calls);
+    s.tasks = get(counter::tasks);
+    return s;
+  }
+
+  /// Owner only: reports `e` to the observer, if one is installed. While none is, this is one
+  /// relaxed load and a branch that predicts well; the work is out of line (observed()). For the
+  /// rare events only: per-task events go through observe_task().
+  MAGPIE_FORCEINLINE void observe([[maybe_unused]] event e,
+                                  [[maybe_unused]] std::uint64_t arg = 0) noexcept {
+#if MAGPIE_OBSERVE
+    // relaxed: only a hint that someone observes; observed() loads it again with the ordering.
+    if (m_observer.load(std::memory_order_relaxed) != nullptr) [[unlikely]] {
+      observed(e, arg);
+    }
+#endif
+  }
+
+  /// Owner only: reports a per-task event (fork, call, task_end) to the observer, in builds
+  /// with MAGPIE_OBSERVE_TASKS; compiles to nothing otherwise (see config.hpp for the cost).
+  MAGPIE_FORCEINLINE void observe_task([[maybe_unused]] event e) noexcept {
+#if MAGPIE_OBSERVE_TASKS
+    observe(e);
+#endif
+  }
+
+  /// Any thread: installs `o` (null: none) as this worker's observer and returns the previous
+  /// one. Returns once the worker has left any call into the previous observer, so that the
+  /// caller may then free it. Not to be called concurrently for one context; never from the
+  /// worker itself while it reports an event.
+  observer *exchange_observer(observer *o) noexcept {
+    // seq_cst: with observed()'s seq_cst store of an odd m_inside and its load of m_observer,
+    // either the worker sees our store, or we see that it is inside (a store-load handshake).
+    observer *const previous = m_observer.exchange(o, std::memory_order_seq_cst);
+    std::uint32_t const inside = m_inside.load(std::memory_order_seq_cst);
+    if ((inside & 1u) != 0) {
+      // acquire: pairs with the release at the end of observed(): its use of `previous`
+      // happens-before our return.
+      while (m_inside.load(std::memory_order_acquire) == inside) {
+        std::atomic_signal_fence(std::memory_order_seq_cst); // a spin: one event's worth of work
+      }
+    }
+    return previous;
   }
 
   /// On this worker's own thread, before it runs anything: re-allocates the (empty) stack there,
@@ -201,13 +283,37 @@ public:
   }
 
 private:
+  /// The observed path of observe(): counts the event, then hands it to the observer.
+  MAGPIE_NOINLINE void observed(event e, std::uint64_t arg) noexcept {
+    // Only this thread writes m_inside: odd while we may use the observer (exchange_observer).
+    std::uint32_t const inside = m_inside.load(std::memory_order_relaxed) + 1;
+    m_inside.store(inside, std::memory_order_seq_cst); // seq_cst: see exchange_observer
+    // seq_cst: see exchange_observer; also acquires the observer's state from its installer.
+    if (observer *o = m_observer.load(std::memory_order_seq_cst); o != nullptr) {
+      switch (e) {
+      case event::fork: bump(counter::forks); break;
+      case event::call: bump(counter::calls); break;
+      case event::task_end: bump(counter::tasks); break;
+      default: break;
+      }
+      if (o->m_record != nullptr) {
+        o->m_record(*o, *this, e, arg);
+      }
+    }
+    m_inside.store(inside + 1, std::memory_order_release); // release: our use of `o` is over
+  }
+
   core::stack m_stack;
   deque<frame_base *> m_tasks;
   stacklet *m_spare = nullptr;
   void const *m_owner;
   executor *m_home;
   std::size_t m_index;
-  std::atomic<std::uint64_t> m_counters[static_cast<std::size_t>(counter::count_)] = {};
+  std::atomic<observer *> m_observer{nullptr}; // see observe(); written by exchange_observer
+  std::atomic<std::uint32_t> m_inside{0};      // odd while observed() runs (owner writes)
+  // Single writer (the owner), any reader: on a line of their own, so that readers summing
+  // them from other threads do not slow the owner's stack and deque fields down.
+  alignas(64) std::atomic<std::uint64_t> m_counters[static_cast<std::size_t>(counter::count_)] = {};
 };
 
 } // namespace magpie::core

@@ -56,6 +56,8 @@ private:
 /// Precondition: the task has no unjoined children (checked by the callers in sched/ and sync/).
 inline task_handle park(frame_base &self) noexcept {
   context *const ctx = self.m_ctx;
+  ctx->bump(counter::parks);
+  ctx->observe(event::park);
   self.m_stack = ctx->release_stack(/*parked=*/true);
   return {&self, ctx->home()};
 }
@@ -75,6 +77,7 @@ inline std::coroutine_handle<> resume_here(task_handle t, context &worker) noexc
 inline void resume(task_handle t, context &worker) noexcept {
   frame_base *f = t.m_frame;
   MAGPIE_ASSERT(f != nullptr, "internal: resumed an empty task_handle");
+  worker.observe(event::resume);
   worker.adopt_stack(f->m_stack);
   f->m_stack = nullptr;
   f->m_ctx = &worker;
@@ -87,6 +90,7 @@ inline void resume(task_handle t, context &worker) noexcept {
 /// the suspending code has finished.
 inline std::coroutine_handle<> resume_here(task_handle t, context &worker) noexcept {
   frame_base *f = t.m_frame;
+  worker.observe(event::resume);
   worker.adopt_stack(f->m_stack);
   f->m_stack = nullptr;
   f->m_ctx = &worker;
@@ -113,6 +117,8 @@ void start_root(Promise *root, root_block *anchor, context &worker, T *value) no
   if constexpr (requires { root->m_return = value; }) {
     root->m_return = value;
   }
+  worker.bump(counter::roots);
+  worker.observe(event::root);
   root->m_handle.resume();
 }
 

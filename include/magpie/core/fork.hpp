@@ -49,6 +49,8 @@ auto *make_child(frame_base &parent, R *ret, Fn &&fn, Tuple &&args, frame_kind k
   if constexpr (requires { child->m_return = ret; }) {
     child->m_return = ret;
   }
+  // The child starts right after this (the caller's await_suspend transfers to it).
+  parent.m_ctx->observe_task(kind == frame_kind::forked ? event::fork : event::call);
   return child;
 }
 
@@ -163,6 +165,9 @@ struct join_awaitable {
       f->m_stack = nullptr;
       return self; // everyone had arrived: continue at once
     }
+    // ctx is the worker, not part of f: still ours after the point of no return above.
+    ctx->bump(counter::join_suspends);
+    ctx->observe(event::join_suspend);
     // Point of no return: the last child resumes the task on its own worker. Touch nothing of
     // it. If we ran it as a self-stolen continuation (after a resume_on below it), older
     // continuations may still be in our deque: carry on with them before going idle.

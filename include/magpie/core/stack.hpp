@@ -178,7 +178,7 @@ public:
   /// Gives this stack a fresh first stacklet if it has none.
   void ensure() {
     if (m_top == nullptr) {
-      adopt(stacklet::create(initial_capacity, nullptr));
+      adopt(create(initial_capacity, nullptr));
     }
   }
 
@@ -191,7 +191,7 @@ public:
     std::size_t const capacity = m_top != nullptr ? m_top->m_capacity : initial_capacity;
     stacklet *fresh = nullptr;
     try {
-      fresh = stacklet::create(capacity, nullptr);
+      fresh = create(capacity, nullptr);
     } catch (...) {
       return false;
     }
@@ -264,6 +264,16 @@ public:
     m_end = top->end();
   }
 
+  /// Any thread: stacklets this stack has allocated (a relaxed snapshot).
+  std::uint64_t stacklets_created() const noexcept {
+    return m_created.load(std::memory_order_relaxed); // a statistic: no edge
+  }
+  /// Any thread: bytes (headers included) of the largest chain this stack has grown to hold (a
+  /// relaxed snapshot). Chains move between workers: this is the largest this stack extended.
+  std::uint64_t peak_chain_bytes() const noexcept {
+    return m_peak.load(std::memory_order_relaxed); // a statistic: no edge
+  }
+
   /// `n` rounded up to stacklet::alignment.
   static constexpr std::size_t round_up(std::size_t n) noexcept {
     return (n + stacklet::alignment - 1) & ~(stacklet::alignment - 1);
@@ -282,7 +292,7 @@ private:
       while (capacity < bytes) {
         capacity = 2 * capacity + sizeof(stacklet);
       }
-      adopt(stacklet::create(capacity, nullptr));
+      adopt(create(capacity, nullptr));
       return allocate(bytes);
     }
     sync();
@@ -292,7 +302,7 @@ private:
       while (capacity < bytes) {
         capacity *= 2;
       }
-      stacklet *fresh = stacklet::create(capacity, m_top); // may throw: nothing changed yet
+      stacklet *fresh = create(capacity, m_top); // may throw: nothing changed yet
       if (next != nullptr) {
         stacklet::destroy(next); // too small to be useful
       }
@@ -303,6 +313,21 @@ private:
     m_sp = next->base() + bytes;
     m_end = next->end();
     return next->base();
+  }
+
+  /// stacklet::create, counted in this stack's statistics (single writer: the owner).
+  stacklet *create(std::size_t capacity, stacklet *prev) {
+    stacklet *s = stacklet::create(capacity, prev);
+    std::uint64_t chain = 0;
+    for (stacklet const *p = s; p != nullptr; p = p->m_prev) {
+      chain += sizeof(stacklet) + p->m_capacity;
+    }
+    // relaxed: statistics, read as snapshots
+    m_created.store(m_created.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (chain > m_peak.load(std::memory_order_relaxed)) {
+      m_peak.store(chain, std::memory_order_relaxed);
+    }
+    return s;
   }
 
   MAGPIE_NOINLINE void pop_stacklet() noexcept {
@@ -321,6 +346,8 @@ private:
   std::byte *m_end = nullptr;
   stacklet *m_top = nullptr;
   bool m_small_next = false; // the chain was released to a parked task: start the next one small
+  std::atomic<std::uint64_t> m_created{0}; // stacklets allocated (owner writes, anyone reads)
+  std::atomic<std::uint64_t> m_peak{0};    // largest chain in bytes (owner writes, anyone reads)
 };
 
 } // namespace magpie::core

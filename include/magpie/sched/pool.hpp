@@ -76,6 +76,8 @@ struct pool_options {
   /// the pool's constructor (it is not kept). A synthetic tree whose CPUs the machine lacks
   /// leaves those workers unpinned (describe() says so): useful for tests only.
   topology const *topo = nullptr;
+  /// Count forks, calls and finished tasks per worker from the start (see count_tasks()).
+  bool count_tasks = false;
 
   pool_options() = default;
   /// Options with this placement and defaults otherwise.
@@ -170,8 +172,29 @@ public:
                                                                         : nullptr;
   }
 
-  /// Per-worker counters (a racy snapshot; exact once the pool is idle).
+  /// Per-worker counters (a racy snapshot; exact once the pool is idle). Any thread, any time.
+  /// trace::counters(pool) sums them and prints them as a table or JSON.
   std::vector<core::worker_stats> stats() const;
+  /// Roots submitted to this pool so far (sync_wait, spawn, task groups). Any thread.
+  std::uint64_t roots_submitted() const noexcept {
+    return m_roots_submitted.load(std::memory_order_relaxed); // a statistic: no edge
+  }
+
+  /// Turns the counting of forks, calls and finished tasks (core::worker_stats) on or off for
+  /// every worker. It costs the fork/call path an out-of-line call while on; off, one branch.
+  /// Any thread, but not while a trace::session observes this pool (which counts as well).
+  void count_tasks(bool on);
+  /// True while forks, calls and finished tasks are counted (count_tasks, or a trace session).
+  bool counting_tasks() const noexcept;
+
+  /// Installs `o` (null: none) as the observer of every worker (core/observer.hpp) and returns
+  /// the previous one. Returns once no worker is still inside a call into the previous one, so
+  /// the caller may free it. Any thread but the pool's workers; one caller at a time (the
+  /// trace layer's sessions serialise themselves).
+  core::observer *exchange_observer(core::observer *o) noexcept;
+  /// As exchange_observer, but only if the pool's observer is `expected` (atomically with
+  /// respect to the other calls); returns whether it installed `o`.
+  bool replace_observer(core::observer *expected, core::observer *o) noexcept;
 
   /// The placement the pool was built with.
   placement const &where() const noexcept { return m_placement; }
@@ -189,6 +212,8 @@ public:
   std::string describe() const;
 
 private:
+  /// exchange_observer's work, with m_observer_mutex held.
+  core::observer *exchange_observer_locked(core::observer *o) noexcept;
   friend struct detail::worker;
   static core::executor::operations const executor_operations;
 
@@ -234,6 +259,9 @@ private:
   std::size_t m_inflight = 0; // roots, submissions from tasks, and parked tasks (holds)
   std::size_t m_parked = 0;   // of which parked tasks (for the destructor's diagnostic)
   alignas(64) std::atomic<std::size_t> m_local_roots{0}; // roots submitted by our own tasks
+  std::atomic<std::uint64_t> m_roots_submitted{0};        // a statistic (roots_submitted())
+  mutable std::mutex m_observer_mutex;                    // one exchange_observer at a time
+  core::observer *m_observer = nullptr;                   // guarded by m_observer_mutex
 };
 
 /// A pool whose idle workers keep looking for work.

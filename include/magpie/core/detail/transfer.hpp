@@ -29,6 +29,7 @@ MAGPIE_FINAL_INLINE std::coroutine_handle<> final_transfer(frame_base *f) noexce
 inline std::coroutine_handle<> continue_after_handoff(context *ctx) noexcept {
   if (auto popped = ctx->tasks().pop()) {
     ++popped.value->m_steals; // we are its runner now, exactly as a thief would be
+    ctx->observe(event::resume);
     return popped.value->m_handle;
   }
   return std::noop_coroutine();
@@ -51,6 +52,7 @@ arrive_at_stolen_parent(context *ctx, frame_base *parent) noexcept {
     return std::noop_coroutine();
   }
   // Last to arrive: the parent is suspended at its join (or its final suspend) and is ours.
+  ctx->observe(event::resume);
   ctx->adopt_stack(parent->m_stack);
   parent->m_stack = nullptr;
   parent->m_ctx = ctx;
@@ -79,6 +81,8 @@ MAGPIE_NOINLINE inline std::coroutine_handle<> final_join(frame_base *f) noexcep
   if (f->m_joins.fetch_sub(share, std::memory_order_acq_rel) != share) {
     // The last child completes us; do not touch f. Older continuations may be in our deque (f
     // ran self-stolen): carry on with them.
+    f_ctx->bump(counter::join_suspends);
+    f_ctx->observe(event::join_suspend);
     return continue_after_handoff(f_ctx);
   }
   f->m_at_final = false;
@@ -144,6 +148,7 @@ MAGPIE_FINAL_INLINE std::coroutine_handle<> final_transfer(frame_base *f) noexce
     return final_join(f);
   }
   context *const ctx = f->m_ctx;
+  ctx->observe_task(event::task_end);
   if (f->has_exception() || f->m_deferred != nullptr) [[unlikely]] {
     settle_before_destroy(f, ctx);
   }

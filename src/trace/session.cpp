@@ -1,0 +1,201 @@
+// magpie/trace/session.hpp: per-worker rings filled through the core observer hook, exported as
+// Chrome trace-event JSON.
+
+#include "magpie/trace/session.hpp"
+
+#include <fstream>
+#include <ostream>
+#include <stdexcept>
+
+#include "magpie/core/context.hpp"
+
+namespace magpie::trace {
+
+session::session(sched::pool &pool, std::size_t events_per_worker)
+    : m_pool(&pool), m_capacity(events_per_worker == 0 ? 1 : events_per_worker),
+      m_start(std::chrono::steady_clock::now()), m_rings(pool.workers()) {
+  for (ring &r : m_rings) {
+    r.events = std::make_unique<record[]>(m_capacity);
+  }
+  m_recorder.owner = this;
+  m_recorder.m_record = &session::on_event;
+  // exchange_observer publishes the rings to the workers (its seq_cst exchange, which their
+  // seq_cst load in context::observed acquires).
+  if (!m_pool->replace_observer(nullptr, &m_recorder)) {
+    throw std::logic_error("magpie::trace::session: the pool is already observed (another "
+                           "session, or pool::count_tasks(true))");
+  }
+  m_on = true;
+}
+
+session::~session() { stop(); }
+
+void session::stop() noexcept {
+  if (m_on) {
+    // Returns once no worker is inside on_event: their ring writes happen-before our reads.
+    (void)m_pool->exchange_observer(nullptr);
+    m_on = false;
+  }
+}
+
+void session::on_event(core::observer &self, core::context &worker, core::event e,
+                       std::uint64_t arg) noexcept {
+  session &s = *static_cast<recorder &>(self).owner;
+  ring &r = s.m_rings[worker.index()]; // only this worker writes its ring
+  auto const ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - s.m_start)
+          .count();
+  r.events[r.next % s.m_capacity] = record{ns, e, static_cast<std::uint32_t>(arg)};
+  ++r.next;
+}
+
+std::uint64_t session::recorded() const noexcept {
+  std::uint64_t n = 0;
+  for (ring const &r : m_rings) {
+    n += r.next;
+  }
+  return n;
+}
+
+std::uint64_t session::dropped() const noexcept {
+  std::uint64_t n = 0;
+  for (ring const &r : m_rings) {
+    n += r.next > m_capacity ? r.next - m_capacity : 0;
+  }
+  return n;
+}
+
+namespace {
+
+char const *span_name(core::event e) {
+  switch (e) {
+  case core::event::fork: return "fork";
+  case core::event::call: return "call";
+  case core::event::root: return "root";
+  case core::event::steal: return "steal";
+  case core::event::resume: return "resume";
+  case core::event::sleep: return "sleep";
+  default: return "?";
+  }
+}
+
+/// Writes one worker's events as spans matched by construction: a per-worker stack of open
+/// spans; the end of a strand (and a suspension, and sleep) closes every open one.
+class worker_writer {
+public:
+  worker_writer(std::ostream &out, bool &first, std::size_t tid) : m_out(out), m_first(first), m_tid(tid) {}
+
+  void event(session::record const &r) {
+    m_last = r.ns;
+    switch (r.what) {
+    case core::event::fork:
+    case core::event::call:
+    case core::event::root:
+    case core::event::resume:
+      begin(r.ns, span_name(r.what), -1);
+      break;
+    case core::event::steal:
+      begin(r.ns, "steal", static_cast<std::int64_t>(r.arg));
+      break;
+    case core::event::task_end:
+      if (m_open != 0) {
+        end(r.ns);
+      }
+      break;
+    case core::event::join_suspend:
+    case core::event::park:
+      close_all(r.ns);
+      instant(r.ns, r.what == core::event::park ? "park" : "join_suspend");
+      break;
+    case core::event::strand_end:
+      close_all(r.ns);
+      break;
+    case core::event::sleep:
+      close_all(r.ns);
+      begin(r.ns, "sleep", -1);
+      break;
+    case core::event::wake:
+      close_all(r.ns);
+      break;
+    default:
+      break;
+    }
+  }
+  void finish() { close_all(m_last); }
+
+private:
+  void head(char ph, std::int64_t ns) {
+    m_out << (m_first ? "\n" : ",\n");
+    m_first = false;
+    // ts in µs with ns precision
+    m_out << "{\"ph\":\"" << ph << "\",\"pid\":1,\"tid\":" << m_tid << ",\"ts\":" << ns / 1000 << '.'
+          << static_cast<char>('0' + (ns / 100) % 10) << static_cast<char>('0' + (ns / 10) % 10)
+          << static_cast<char>('0' + ns % 10);
+  }
+  void begin(std::int64_t ns, char const *name, std::int64_t victim) {
+    head('B', ns);
+    m_out << ",\"name\":\"" << name << '"';
+    if (victim >= 0) {
+      m_out << ",\"args\":{\"victim\":" << victim << '}';
+    }
+    m_out << '}';
+    ++m_open;
+  }
+  void end(std::int64_t ns) {
+    head('E', ns);
+    m_out << '}';
+    --m_open;
+  }
+  void instant(std::int64_t ns, char const *name) {
+    head('i', ns);
+    m_out << ",\"s\":\"t\",\"name\":\"" << name << "\"}";
+  }
+  void close_all(std::int64_t ns) {
+    while (m_open != 0) {
+      end(ns);
+    }
+  }
+
+  std::ostream &m_out;
+  bool &m_first;
+  std::size_t m_tid;
+  std::size_t m_open = 0;
+  std::int64_t m_last = 0;
+};
+
+} // namespace
+
+void session::write_json(std::ostream &out) {
+  stop();
+  out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
+  bool first = true;
+  for (std::size_t w = 0; w < m_rings.size(); ++w) {
+    out << (first ? "\n" : ",\n");
+    first = false;
+    out << R"({"ph":"M","pid":1,"tid":)" << w << R"(,"name":"thread_name","args":{"name":"worker )"
+        << w << "\"}}";
+  }
+  for (std::size_t w = 0; w < m_rings.size(); ++w) {
+    ring const &r = m_rings[w];
+    std::uint64_t const kept = r.next < m_capacity ? r.next : m_capacity;
+    worker_writer writer(out, first, w);
+    for (std::uint64_t i = r.next - kept; i < r.next; ++i) {
+      writer.event(r.events[i % m_capacity]);
+    }
+    writer.finish();
+  }
+  out << "\n]}\n";
+}
+
+void session::to_file(std::string const &path) {
+  std::ofstream file(path);
+  if (!file) {
+    throw std::runtime_error("magpie::trace::session: cannot open " + path);
+  }
+  write_json(file);
+  if (!file) {
+    throw std::runtime_error("magpie::trace::session: cannot write " + path);
+  }
+}
+
+} // namespace magpie::trace

@@ -1,0 +1,181 @@
+// Counters and timelines (magpie/trace.hpp): the counters add up, traces have matched spans per
+// worker, and sessions come and go while the pool runs.
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "magpie/magpie.hpp"
+
+#include "common/workloads.hpp"
+
+namespace {
+
+using magpie::test::fib;
+using magpie::test::serial_fib;
+
+/// Where the JSON checker (ctest trace.json_parses) wants files, or nothing.
+void save(std::string const &name, std::string const &text) {
+  if (char const *dir = std::getenv("MAGPIE_TRACE_OUT")) {
+    std::ofstream(std::string(dir) + "/" + name) << text;
+  }
+}
+
+/// Counts spans per worker in write_json's output (the format is ours: one event per line).
+void expect_matched(std::string const &json, bool some = true) {
+  std::istringstream in(json);
+  std::string line;
+  std::map<std::string, long> open;
+  long begins = 0;
+  while (std::getline(in, line)) {
+    auto const tid_at = line.find("\"tid\":");
+    if (tid_at == std::string::npos) {
+      continue;
+    }
+    std::string const tid = line.substr(tid_at + 6, line.find(',', tid_at) - tid_at - 6);
+    if (line.find("\"ph\":\"B\"") != std::string::npos) {
+      ++open[tid];
+      ++begins;
+    } else if (line.find("\"ph\":\"E\"") != std::string::npos) {
+      ASSERT_GT(open[tid], 0) << "an end without a begin on worker " << tid << ": " << line;
+      --open[tid];
+    }
+  }
+  for (auto const &[tid, n] : open) {
+    EXPECT_EQ(n, 0) << "spans left open on worker " << tid;
+  }
+  if (some) {
+    EXPECT_GT(begins, 0);
+  }
+}
+
+template <typename Pool>
+void counters_add_up(std::size_t workers) {
+  magpie::sched::pool_options options;
+  options.workers = workers;
+  options.count_tasks = true;
+  Pool pool(options);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(magpie::sync_wait(pool, fib, 20), serial_fib(20));
+  }
+  auto const c = magpie::trace::counters(pool);
+  ASSERT_EQ(c.workers.size(), workers);
+  EXPECT_TRUE(c.counting_tasks);
+  EXPECT_EQ(c.roots_submitted, 3u);
+  EXPECT_EQ(c.total.roots, 3u);
+  if constexpr (magpie::core::observes_tasks) {
+    // fib(20) makes fib_calls(20) - 1 children per root: half forked, half called.
+    std::uint64_t const children = 3u * (2u * static_cast<std::uint64_t>(serial_fib(21)) - 2u);
+    EXPECT_EQ(c.total.forks + c.total.calls, children);
+    EXPECT_EQ(c.total.forks, c.total.calls);
+    EXPECT_EQ(c.total.forks + c.total.calls + c.total.roots, c.total.tasks);
+  } else { // this build has no hooks at fork, call and task end
+    EXPECT_EQ(c.total.forks + c.total.calls + c.total.tasks, 0u);
+  }
+  EXPECT_LE(c.total.join_suspends, c.total.steals);
+  EXPECT_GE(c.total.stacklets, workers);
+  EXPECT_GT(c.total.stack_peak, 0u);
+  std::string const table = c.to_table();
+  EXPECT_NE(table.find("total"), std::string::npos);
+  EXPECT_NE(table.find("steal_fails"), std::string::npos);
+  save(std::string("counters_") + std::to_string(workers) + ".json", c.to_json());
+}
+
+TEST(trace_counters, add_up_on_a_busy_pool) { counters_add_up<magpie::sched::busy_pool>(2); }
+TEST(trace_counters, add_up_on_a_lazy_pool) { counters_add_up<magpie::sched::lazy_pool>(3); }
+
+TEST(trace_counters, lazy_workers_sleep_and_wake) {
+  magpie::sched::lazy_pool pool(2);
+  // Let both fall asleep (sanitizer builds take a while to get there).
+  auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (magpie::trace::counters(pool).total.sleeps < 2 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_GE(magpie::trace::counters(pool).total.sleeps, 2u) << "idle lazy workers never slept";
+  EXPECT_EQ(magpie::sync_wait(pool, fib, 15), serial_fib(15));
+  auto const c = magpie::trace::counters(pool);
+  EXPECT_GT(c.total.sleeps, 0u);
+  EXPECT_GT(c.total.wakes, 0u) << "a root submitted to a sleeping pool wakes a worker";
+  EXPECT_LE(c.total.wakes, c.total.sleeps);
+  EXPECT_FALSE(c.counting_tasks);
+  EXPECT_EQ(c.total.forks, 0u) << "forks are counted only while counting is on";
+}
+
+TEST(trace_counters, counting_turns_on_and_off) {
+  magpie::sched::busy_pool pool(2);
+  EXPECT_FALSE(pool.counting_tasks());
+  pool.count_tasks(true);
+  EXPECT_TRUE(pool.counting_tasks());
+  EXPECT_EQ(magpie::sync_wait(pool, fib, 10), serial_fib(10));
+  pool.count_tasks(false);
+  auto const c = magpie::trace::counters(pool);
+  EXPECT_EQ(magpie::sync_wait(pool, fib, 10), serial_fib(10));
+  EXPECT_EQ(magpie::trace::counters(pool).total.tasks, c.total.tasks) << "counting is off";
+  if constexpr (magpie::core::observes_tasks) {
+    EXPECT_EQ(c.total.forks + c.total.calls + c.total.roots, c.total.tasks);
+    EXPECT_EQ(c.total.tasks, static_cast<std::uint64_t>(2 * serial_fib(11) - 1));
+  }
+}
+
+template <typename Pool>
+void session_writes(char const *name) {
+  Pool pool(2);
+  std::string json;
+  {
+    magpie::trace::session s(pool, 1 << 12); // small: the ring wraps
+    EXPECT_THROW(pool.count_tasks(true), std::logic_error);
+    EXPECT_THROW(magpie::trace::session{pool}, std::logic_error) << "one observer at a time";
+    EXPECT_EQ(magpie::sync_wait(pool, fib, 18), serial_fib(18));
+    std::ostringstream out;
+    s.write_json(out);
+    json = out.str();
+    EXPECT_GT(s.recorded(), s.dropped());
+    if constexpr (magpie::core::observes_tasks) {
+      EXPECT_GT(s.dropped(), 0u) << "fib(18) has ~8,000 tasks: the rings wrapped";
+    }
+  }
+  EXPECT_NE(json.find("\"traceEvents\""), std::string::npos);
+  if constexpr (magpie::core::observes_tasks) { // the rings wrapped: the root's span is gone
+    EXPECT_NE(json.find("\"name\":\"fork\""), std::string::npos);
+  } else {
+    EXPECT_NE(json.find("\"name\":\"root\""), std::string::npos);
+  }
+  expect_matched(json);
+  save(name, json);
+  EXPECT_FALSE(pool.counting_tasks()) << "the session uninstalled itself";
+}
+
+TEST(trace_session, writes_a_busy_pool) { session_writes<magpie::sched::busy_pool>("busy.json"); }
+TEST(trace_session, writes_a_lazy_pool) { session_writes<magpie::sched::lazy_pool>("lazy.json"); }
+
+TEST(trace_session, comes_and_goes_while_the_pool_runs) {
+  magpie::sched::busy_pool pool(2);
+  std::atomic<bool> done{false};
+  std::thread runner([&] {
+    for (int i = 0; i < 20; ++i) {
+      EXPECT_EQ(magpie::sync_wait(pool, fib, 16), serial_fib(16));
+    }
+    done.store(true);
+  });
+  int sessions = 0;
+  while (!done.load() || sessions < 3) {
+    magpie::trace::session s(pool, 256);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    ++sessions;
+    if (sessions % 2 == 0) {
+      std::ostringstream out;
+      s.write_json(out);
+      expect_matched(out.str(), /*some=*/false); // the slice may have caught no task
+    }
+  } // destroyed while workers record
+  runner.join();
+}
+
+} // namespace
