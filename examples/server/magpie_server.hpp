@@ -10,9 +10,10 @@
 // disconnects or resets mid-request, or sends a malformed request, ends it with an error
 // (errors); a handler that throws (a payload beginning with "THROW" when throw_marker is on)
 // closes only its own connection (handler_throws); a client silent for longer than idle_timeout
-// is disconnected (timeouts); a handler still running when stop() begins ends because stop()
-// shut its socket down (shut_down), whatever it was doing. stop() wakes the acceptor, shuts every
-// socket down, and waits for every handler to finish: no task, stacklet or descriptor outlives it.
+// (or that reads none of its replies for that long) is disconnected (timeouts); a handler still
+// running when stop() begins ends because stop() shut its socket down (shut_down), whatever it
+// was doing. stop() wakes the acceptor, shuts every socket down, and waits for every handler to
+// finish: no task, stacklet or descriptor outlives it.
 
 #include <atomic>
 #include <chrono>
@@ -167,14 +168,18 @@ private:
     co_return true;
   }
 
-  static magpie::task<void> write_all(int fd, unsigned char const *p, std::size_t n) {
+  /// Writes n bytes; a client that has not made room (read) for idle_timeout is dropped.
+  static magpie::task<void> write_all(magpie_server *self, int fd, unsigned char const *p,
+                                      std::size_t n) {
     std::size_t sent = 0;
     while (sent < n) {
       ssize_t r = ::send(fd, p + sent, n - sent, MSG_NOSIGNAL);
       if (r >= 0) {
         sent += static_cast<std::size_t>(r);
       } else if (errno == EAGAIN || errno == EINTR) {
-        co_await magpie::writable(fd);
+        if (!co_await magpie::writable(fd, self->m_opt.idle_timeout)) {
+          throw idle_timeout();
+        }
       } else {
         throw std::system_error(errno, std::system_category(), "send");
       }
@@ -202,7 +207,11 @@ private:
       for (;;) {
         unsigned char header[4];
         bool more = false;
+        // A called child's exception surfaces at the parent's next join (core/fork.hpp), not
+        // at the call: each call below is followed by one, so that a failed read or write ends
+        // the loop with its own outcome here rather than escaping into the task_group.
         co_await magpie::call(&more, read_exact, self, fd, header, 4, true);
+        co_await magpie::join();
         if (!more) {
           break; // closed between requests: the normal end
         }
@@ -212,6 +221,7 @@ private:
         }
         payload.resize(n);
         co_await magpie::call(&more, read_exact, self, fd, payload.data(), n, false);
+        co_await magpie::join();
         if (self->m_opt.throw_marker && n >= 5 && std::memcmp(payload.data(), "THROW", 5) == 0) {
           throw handler_threw();
         }
@@ -219,7 +229,8 @@ private:
         co_await magpie::call(&s, sum, payload.data(), 0, n, self->m_opt.grain);
         unsigned char reply[8];
         std::memcpy(reply, &s, 8);
-        co_await magpie::call(write_all, fd, reply, 8);
+        co_await magpie::call(write_all, self, fd, reply, 8);
+        co_await magpie::join();
         self->m_requests.fetch_add(1, std::memory_order_relaxed);
       }
     } catch (idle_timeout const &) {
