@@ -3,7 +3,8 @@
 // spread over a few threads (each an epoll loop), each sending a request, checking the reply's
 // checksum, and sending the next, until `seconds` have passed. Bounded in count and time: it
 // stops sending at the deadline and waits at most two more seconds for outstanding replies.
-// Every reply is checked; latencies are kept per request.
+// Every reply is checked; latencies are kept per request. load_process runs it in a child
+// process, for more connections than one process's descriptor limit holds at both ends.
 
 #include <algorithm>
 #include <atomic>
@@ -15,9 +16,11 @@
 #include <vector>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "protocol.hpp"
@@ -228,5 +231,109 @@ inline load_result run_load(std::uint16_t port, int connections, double seconds,
   }
   return total;
 }
+
+/// What a load run reports, without the latencies themselves: small enough for a pipe.
+struct load_summary {
+  long requests = 0, wrong = 0, failed = 0, connected = 0;
+  double seconds = 0, per_second = 0, p50_us = 0, p99_us = 0;
+
+  static load_summary of(load_result &r) {
+    return {r.requests, r.wrong,        r.failed,          r.connected,
+            r.seconds,  r.per_second(), r.percentile(0.5), r.percentile(0.99)};
+  }
+};
+
+/// The load generator in a child process, so that each process holds one end of each
+/// connection: 10,000 connections then need 10,000 descriptors on each side rather than 20,000
+/// in one process (whose hard limit may be lower). Construct it before starting any thread (a
+/// pool, the reactor): the child of a multi-threaded process may only call async-signal-safe
+/// functions, and this child starts threads. One run per object; the parent calls run().
+class load_process {
+public:
+  load_process() {
+    int to_child[2], to_parent[2];
+    if (::pipe2(to_child, O_CLOEXEC) < 0 || ::pipe2(to_parent, O_CLOEXEC) < 0) {
+      fail("pipe2");
+    }
+    m_pid = ::fork();
+    if (m_pid < 0) {
+      fail("fork");
+    }
+    if (m_pid == 0) {
+      ::close(to_child[1]);
+      ::close(to_parent[0]);
+      job j{};
+      load_summary out{};
+      out.failed = -1; // no job: the parent went away
+      if (read_all(to_child[0], &j, sizeof j)) {
+        load_result r = run_load(j.port, j.connections, j.seconds, j.payload, j.threads);
+        out = load_summary::of(r);
+      }
+      bool const sent = write_all(to_parent[1], &out, sizeof out);
+      ::_exit(sent ? 0 : 1); // no static destructors: they belong to the parent
+    }
+    ::close(to_child[0]);
+    ::close(to_parent[1]);
+    m_to_child = to_child[1];
+    m_from_child = to_parent[0];
+  }
+  ~load_process() {
+    ::close(m_to_child); // a child still waiting for a job reads end-of-file and exits
+    ::close(m_from_child);
+    int status = 0;
+    (void)::waitpid(m_pid, &status, 0);
+  }
+  load_process(load_process const &) = delete;
+  load_process &operator=(load_process const &) = delete;
+
+  /// Runs the load in the child (as run_load does) and returns what it measured. Blocks.
+  load_summary run(std::uint16_t port, int connections, double seconds, std::size_t payload,
+                   int threads = 2) {
+    job const j{port, connections, threads, seconds, payload};
+    load_summary out{};
+    if (!write_all(m_to_child, &j, sizeof j) || !read_all(m_from_child, &out, sizeof out)) {
+      fail("load_process: the child did not answer");
+    }
+    return out;
+  }
+
+private:
+  struct job {
+    std::uint16_t port;
+    int connections, threads;
+    double seconds;
+    std::size_t payload;
+  };
+
+  static bool read_all(int fd, void *p, std::size_t n) {
+    auto *b = static_cast<unsigned char *>(p);
+    while (n > 0) {
+      ssize_t const r = ::read(fd, b, n);
+      if (r <= 0 && !(r < 0 && errno == EINTR)) {
+        return false;
+      }
+      if (r > 0) {
+        b += r, n -= static_cast<std::size_t>(r);
+      }
+    }
+    return true;
+  }
+  static bool write_all(int fd, void const *p, std::size_t n) {
+    auto const *b = static_cast<unsigned char const *>(p);
+    while (n > 0) {
+      ssize_t const r = ::write(fd, b, n);
+      if (r <= 0 && !(r < 0 && errno == EINTR)) {
+        return false;
+      }
+      if (r > 0) {
+        b += r, n -= static_cast<std::size_t>(r);
+      }
+    }
+    return true;
+  }
+
+  pid_t m_pid = -1;
+  int m_to_child = -1, m_from_child = -1;
+};
 
 } // namespace server

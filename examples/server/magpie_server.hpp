@@ -5,11 +5,15 @@
 // checksum with fork–join (halves in parallel down to a grain), and writes the reply
 // (co_await magpie::writable when the socket is full). No worker ever blocks on a socket.
 //
-// Outcomes, each counted: a peer that closes between requests ends its handler quietly; one that
-// disconnects mid-request or sends a malformed request ends it with an error; a handler that
-// throws (a payload beginning with "THROW" when throw_marker is on) closes only its own
-// connection; a client silent for longer than idle_timeout is disconnected. stop() shuts every
-// socket down, and waits for every handler to finish: no task, stacklet or descriptor outlives it.
+// Outcomes, each counted, exactly one per accepted connection (tests/io/server_test.cpp checks
+// them): a peer that closes between requests ends its handler quietly (closed); one that
+// disconnects or resets mid-request, or sends a malformed request, ends it with an error
+// (errors); a handler that throws (a payload beginning with "THROW" when throw_marker is on)
+// closes only its own connection (handler_throws); a client silent for longer than idle_timeout
+// (or that reads none of its replies for that long) is disconnected (timeouts); a handler still
+// running when stop() begins ends because stop() shut its socket down (shut_down), whatever it
+// was doing. stop() wakes the acceptor, shuts every socket down, and waits for every handler to
+// finish: no task, stacklet or descriptor outlives it.
 
 #include <atomic>
 #include <chrono>
@@ -17,6 +21,7 @@
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <system_error>
 #include <unordered_set>
 #include <vector>
 
@@ -50,7 +55,8 @@ public:
 
   void start() { m_group.spawn(accept_loop, this); }
 
-  /// Stops accepting, shuts every connection down and waits for every handler.
+  /// Stops accepting, shuts every connection down and waits for every handler. Connections
+  /// still queued in the listen backlog are reset when the listening socket closes.
   void stop() {
     if (m_stopping.exchange(true)) {
       return;
@@ -61,15 +67,22 @@ public:
         ::shutdown(fd, SHUT_RDWR); // its handler sees end-of-stream (or an error) and ends
       }
     }
-    m_group.wait(); // the acceptor notices m_stopping within its poll interval
+    // Wakes the acceptor if it waits for a connection; if it is between two waits it sees
+    // m_stopping before the next one, or within that wait's 50 ms poll at worst.
+    (void)magpie::io::cancel(m_listen);
+    m_group.wait();
     magpie::io::close(m_listen);
   }
 
   long requests() const noexcept { return m_requests.load(); }
-  long connections() const noexcept { return m_connections.load(); }
+  long connections() const noexcept { return m_connections.load(); } ///< accepted
+  long closed() const noexcept { return m_closed.load(); }         ///< peer closed between requests
   long errors() const noexcept { return m_errors.load(); }         ///< ended by an error
   long timeouts() const noexcept { return m_timeouts.load(); }     ///< idle clients dropped
   long handler_throws() const noexcept { return m_throws.load(); } ///< handlers that threw
+  long shut_down() const noexcept { return m_shut_down.load(); }   ///< ended by stop()
+  /// Handlers started and not yet finished (each holds one descriptor).
+  long live_handlers() const noexcept { return m_live.load(); }
   std::size_t open_connections() {
     std::lock_guard lock(m_mutex);
     return m_open.size();
@@ -88,7 +101,11 @@ private:
       int fd = ::accept4(self->m_listen, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) {
-          (void)co_await magpie::readable(self->m_listen, std::chrono::milliseconds(50));
+          try {
+            (void)co_await magpie::readable(self->m_listen, std::chrono::milliseconds(50));
+          } catch (std::system_error const &) {
+            // stop() cancelled the wait (operation_canceled): the loop's test ends it.
+          }
         } else if (errno == EMFILE || errno == ENFILE) {
           co_await magpie::sleep_for(std::chrono::milliseconds(1)); // out of descriptors: later
         } else {
@@ -106,8 +123,25 @@ private:
         self->m_open.insert(fd);
       }
       self->m_connections.fetch_add(1);
-      self->m_group.spawn(serve, self, fd);
+      self->m_live.fetch_add(1);
+      try {
+        self->m_group.spawn(serve, self, fd);
+      } catch (std::exception const &) { // out of memory: this connection only is refused
+        self->finish(fd, self->m_errors);
+      }
     }
+  }
+
+  /// The end of a connection: counts its outcome (or shut_down, once stop() has begun), closes
+  /// its descriptor.
+  void finish(int fd, std::atomic<long> &outcome) {
+    (m_stopping.load() ? m_shut_down : outcome).fetch_add(1);
+    {
+      std::lock_guard lock(m_mutex); // stop() does not shut down a number reused later
+      m_open.erase(fd);
+    }
+    magpie::io::close(fd);
+    m_live.fetch_sub(1); // last: a test that sees 0 finds every descriptor closed
   }
 
   /// Reads exactly n bytes; false if the peer closed before the first byte and `eof_ok`.
@@ -134,14 +168,18 @@ private:
     co_return true;
   }
 
-  static magpie::task<void> write_all(int fd, unsigned char const *p, std::size_t n) {
+  /// Writes n bytes; a client that has not made room (read) for idle_timeout is dropped.
+  static magpie::task<void> write_all(magpie_server *self, int fd, unsigned char const *p,
+                                      std::size_t n) {
     std::size_t sent = 0;
     while (sent < n) {
       ssize_t r = ::send(fd, p + sent, n - sent, MSG_NOSIGNAL);
       if (r >= 0) {
         sent += static_cast<std::size_t>(r);
       } else if (errno == EAGAIN || errno == EINTR) {
-        co_await magpie::writable(fd);
+        if (!co_await magpie::writable(fd, self->m_opt.idle_timeout)) {
+          throw idle_timeout();
+        }
       } else {
         throw std::system_error(errno, std::system_category(), "send");
       }
@@ -164,11 +202,16 @@ private:
 
   static magpie::task<void> serve(magpie_server *self, int fd) {
     std::vector<unsigned char> payload;
+    std::atomic<long> *outcome = &self->m_closed;
     try {
       for (;;) {
         unsigned char header[4];
         bool more = false;
+        // A called child's exception surfaces at the parent's next join (core/fork.hpp), not
+        // at the call: each call below is followed by one, so that a failed read or write ends
+        // the loop with its own outcome here rather than escaping into the task_group.
         co_await magpie::call(&more, read_exact, self, fd, header, 4, true);
+        co_await magpie::join();
         if (!more) {
           break; // closed between requests: the normal end
         }
@@ -178,6 +221,7 @@ private:
         }
         payload.resize(n);
         co_await magpie::call(&more, read_exact, self, fd, payload.data(), n, false);
+        co_await magpie::join();
         if (self->m_opt.throw_marker && n >= 5 && std::memcmp(payload.data(), "THROW", 5) == 0) {
           throw handler_threw();
         }
@@ -185,21 +229,18 @@ private:
         co_await magpie::call(&s, sum, payload.data(), 0, n, self->m_opt.grain);
         unsigned char reply[8];
         std::memcpy(reply, &s, 8);
-        co_await magpie::call(write_all, fd, reply, 8);
+        co_await magpie::call(write_all, self, fd, reply, 8);
+        co_await magpie::join();
         self->m_requests.fetch_add(1, std::memory_order_relaxed);
       }
     } catch (idle_timeout const &) {
-      self->m_timeouts.fetch_add(1);
+      outcome = &self->m_timeouts;
     } catch (handler_threw const &) {
-      self->m_throws.fetch_add(1);
+      outcome = &self->m_throws;
     } catch (std::exception const &) {
-      self->m_errors.fetch_add(1);
+      outcome = &self->m_errors;
     }
-    {
-      std::lock_guard lock(self->m_mutex); // stop() does not shut down a number reused later
-      self->m_open.erase(fd);
-    }
-    magpie::io::close(fd);
+    self->finish(fd, *outcome);
   }
 
   options m_opt;
@@ -209,7 +250,8 @@ private:
   std::atomic<bool> m_stopping{false};
   std::mutex m_mutex;
   std::unordered_set<int> m_open;
-  std::atomic<long> m_requests{0}, m_connections{0}, m_errors{0}, m_timeouts{0}, m_throws{0};
+  std::atomic<long> m_requests{0}, m_connections{0}, m_live{0};
+  std::atomic<long> m_closed{0}, m_errors{0}, m_timeouts{0}, m_throws{0}, m_shut_down{0};
 };
 
 } // namespace server
