@@ -30,11 +30,11 @@ int main() {
     magpie::trace::session timeline(pool); // every worker records into its own ring
     r = magpie::sync_wait(pool, fib, 27);
     timeline.to_file(file.string()); // stops recording, writes the trace-event JSON
-  } // open the file in ui.perfetto.dev or chrome://tracing
+  }                                  // open the file in ui.perfetto.dev or chrome://tracing
   // [session]
   // [counters]
   magpie::trace::counter_snapshot const c = magpie::trace::counters(pool); // any thread, any time
-  std::cerr << c.to_table();        // one row per worker, then the totals
+  std::cerr << c.to_table();            // one row per worker, then the totals
   std::string const json = c.to_json(); // {"workers":[{...}],"total":{...},...}
   // [counters]
   std::printf("fib(27) = %ld\n", r);

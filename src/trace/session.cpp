@@ -42,9 +42,9 @@ void session::on_event(core::observer &self, core::context &worker, core::event 
                        std::uint64_t arg) noexcept {
   session &s = *static_cast<recorder &>(self).owner;
   ring &r = s.m_rings[worker.index()]; // only this worker writes its ring
-  auto const ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - s.m_start)
-          .count();
+  auto const ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - s.m_start)
+                      .count();
   r.events[r.next % s.m_capacity] = record{ns, e, static_cast<std::uint32_t>(arg)};
   ++r.next;
 }
@@ -69,13 +69,20 @@ namespace {
 
 char const *span_name(core::event e) {
   switch (e) {
-  case core::event::fork: return "fork";
-  case core::event::call: return "call";
-  case core::event::root: return "root";
-  case core::event::steal: return "steal";
-  case core::event::resume: return "resume";
-  case core::event::sleep: return "sleep";
-  default: return "?";
+  case core::event::fork:
+    return "fork";
+  case core::event::call:
+    return "call";
+  case core::event::root:
+    return "root";
+  case core::event::steal:
+    return "steal";
+  case core::event::resume:
+    return "resume";
+  case core::event::sleep:
+    return "sleep";
+  default:
+    return "?";
   }
 }
 
@@ -83,7 +90,8 @@ char const *span_name(core::event e) {
 /// spans; the end of a strand (and a suspension, and sleep) closes every open one.
 class worker_writer {
 public:
-  worker_writer(std::ostream &out, bool &first, std::size_t tid) : m_out(out), m_first(first), m_tid(tid) {}
+  worker_writer(std::ostream &out, bool &first, std::size_t tid)
+      : m_out(out), m_first(first), m_tid(tid) {}
 
   void event(session::record const &r) {
     m_last = r.ns;
@@ -128,9 +136,9 @@ private:
     m_out << (m_first ? "\n" : ",\n");
     m_first = false;
     // ts in µs with ns precision
-    m_out << "{\"ph\":\"" << ph << "\",\"pid\":1,\"tid\":" << m_tid << ",\"ts\":" << ns / 1000 << '.'
-          << static_cast<char>('0' + (ns / 100) % 10) << static_cast<char>('0' + (ns / 10) % 10)
-          << static_cast<char>('0' + ns % 10);
+    m_out << "{\"ph\":\"" << ph << "\",\"pid\":1,\"tid\":" << m_tid << ",\"ts\":" << ns / 1000
+          << '.' << static_cast<char>('0' + (ns / 100) % 10)
+          << static_cast<char>('0' + (ns / 10) % 10) << static_cast<char>('0' + ns % 10);
   }
   void begin(std::int64_t ns, char const *name, std::int64_t victim) {
     head('B', ns);

@@ -211,8 +211,8 @@ protected:
 
   /// Waits (bounded) until every accepted connection has ended.
   static bool all_ended(server::magpie_server &s, long connections) {
-    return wait_until(
-        [&] { return s.connections() == connections && s.live_handlers() == 0; }, settle);
+    return wait_until([&] { return s.connections() == connections && s.live_handlers() == 0; },
+                      settle);
   }
 
   magpie::test::watchdog m_watchdog{magpie::test::current_test_name(), std::chrono::seconds(60)};
@@ -337,8 +337,8 @@ TEST_P(server_test, a_silent_client_is_dropped_after_the_idle_timeout) {
   auto &s = start(opt);
   request const r(std::string(100, 'r'));
   auto const t0 = clk::now();
-  client mute(s.port());       // never sends
-  client stalled(s.port());    // half a request, then nothing
+  client mute(s.port());    // never sends
+  client stalled(s.port()); // half a request, then nothing
   ASSERT_TRUE(stalled.send_all(r.wire.data(), 50));
   {
     client brisk(s.port()); // served meanwhile, then closes well within the timeout
@@ -418,8 +418,8 @@ TEST_P(server_test, stop_under_load_ends_every_connection_and_returns) {
     mid.push_back(std::make_unique<client>(s.port()));
     ASSERT_TRUE(mid.back()->send_all(r.wire.data(), 4 + 500)); // half a payload: mid-request
   }
-  ASSERT_TRUE(wait_until([&] { return s.connections() == loaded + partial && s.requests() > 50; },
-                         settle))
+  ASSERT_TRUE(
+      wait_until([&] { return s.connections() == loaded + partial && s.requests() > 50; }, settle))
       << s.connections() << " connections, " << s.requests() << " requests";
   auto const t0 = clk::now();
   s.stop();

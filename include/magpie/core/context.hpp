@@ -291,10 +291,17 @@ private:
     // seq_cst: see exchange_observer; also acquires the observer's state from its installer.
     if (observer *o = m_observer.load(std::memory_order_seq_cst); o != nullptr) {
       switch (e) {
-      case event::fork: bump(counter::forks); break;
-      case event::call: bump(counter::calls); break;
-      case event::task_end: bump(counter::tasks); break;
-      default: break;
+      case event::fork:
+        bump(counter::forks);
+        break;
+      case event::call:
+        bump(counter::calls);
+        break;
+      case event::task_end:
+        bump(counter::tasks);
+        break;
+      default:
+        break;
       }
       if (o->m_record != nullptr) {
         o->m_record(*o, *this, e, arg);

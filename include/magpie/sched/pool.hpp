@@ -259,9 +259,9 @@ private:
   std::size_t m_inflight = 0; // roots, submissions from tasks, and parked tasks (holds)
   std::size_t m_parked = 0;   // of which parked tasks (for the destructor's diagnostic)
   alignas(64) std::atomic<std::size_t> m_local_roots{0}; // roots submitted by our own tasks
-  std::atomic<std::uint64_t> m_roots_submitted{0};        // a statistic (roots_submitted())
-  mutable std::mutex m_observer_mutex;                    // one exchange_observer at a time
-  core::observer *m_observer = nullptr;                   // guarded by m_observer_mutex
+  std::atomic<std::uint64_t> m_roots_submitted{0};       // a statistic (roots_submitted())
+  mutable std::mutex m_observer_mutex;                   // one exchange_observer at a time
+  core::observer *m_observer = nullptr;                  // guarded by m_observer_mutex
 };
 
 /// A pool whose idle workers keep looking for work.

@@ -52,9 +52,9 @@ public:
 
   /// One recorded event (internal, but plain data).
   struct record {
-    std::int64_t ns;    ///< steady_clock time since the session started
-    core::event what;   ///< what happened
-    std::uint32_t arg;  ///< the victim of a steal
+    std::int64_t ns;   ///< steady_clock time since the session started
+    core::event what;  ///< what happened
+    std::uint32_t arg; ///< the victim of a steal
   };
 
 private:
