@@ -40,6 +40,9 @@ void session::stop() noexcept {
 
 void session::on_event(core::observer &self, core::context &worker, core::event e,
                        std::uint64_t arg) noexcept {
+  if (e == core::event::join) {
+    return; // a timeline has no use for joins that did not wait (join_suspend shows the others)
+  }
   session &s = *static_cast<recorder &>(self).owner;
   ring &r = s.m_rings[worker.index()]; // only this worker writes its ring
   auto const ns = std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -221,7 +221,7 @@ public:
 #endif
   }
 
-  /// Owner only: reports a per-task event (fork, call, task_end) to the observer, in builds
+  /// Owner only: reports a per-task event (fork, call, task_end, join) to the observer, in builds
   /// with MAGPIE_OBSERVE_TASKS; compiles to nothing otherwise (see config.hpp for the cost).
   MAGPIE_FORCEINLINE void observe_task([[maybe_unused]] event e) noexcept {
 #if MAGPIE_OBSERVE_TASKS

@@ -176,6 +176,7 @@ struct join_awaitable {
 
   void await_resume() const {
     frame_base *f = m_frame;
+    f->m_ctx->observe_task(event::join); // nothing unless MAGPIE_OBSERVE_TASKS (work/span)
     if (f->m_steals != 0) [[unlikely]] {
       reset_after_steals(f);
     }

@@ -13,13 +13,13 @@
 
 namespace magpie::core {
 
-/// True in builds that report fork, call and task_end (MAGPIE_OBSERVE_TASKS, core/config.hpp).
+/// True in builds that report fork, call, task_end and join (MAGPIE_OBSERVE_TASKS, config.hpp).
 inline constexpr bool observes_tasks = MAGPIE_OBSERVE && MAGPIE_OBSERVE_TASKS;
 
 class context;
 
 /// What a worker reports to its observer. The names say when each is reported; "this worker"
-/// is the worker whose context reports it, on its own thread. fork, call and task_end are
+/// is the worker whose context reports it, on its own thread. fork, call, task_end and join are
 /// reported only in builds with MAGPIE_OBSERVE_TASKS.
 enum class event : std::uint8_t {
   fork,         ///< a forked child starts on this worker (its parent's continuation is pushed)
@@ -33,6 +33,7 @@ enum class event : std::uint8_t {
   strand_end,   ///< the worker is back in its scheduler loop: nothing of a task is running
   sleep,        ///< the worker goes to sleep (lazy pools)
   wake,         ///< the worker woke up
+  join,         ///< a task's join returns on this worker (every child since the last join is done)
   count_        ///< the number of kinds
 };
 
