@@ -42,13 +42,17 @@ struct options {
   double max_seconds = 0; ///< if > 0: fewer reps (never < 3) when the first rep predicts more
   std::string variant;    ///< a runtime's variant (zipf: omp static|dynamic|guided, ...)
   std::string trace;      ///< magpie only: write a Chrome/Perfetto trace of the run to this file
+  bool workspan = false;  ///< magpie only: analyse the first repetition's work and span
+  double burden = -1;     ///< magpie only, with --workspan: burden per fork in ns (<0: default)
+  std::string clock = "steady"; ///< magpie only, with --workspan: steady | thread_cpu
 };
 
 [[noreturn]] inline void usage(char const *argv0, char const *why) {
   std::fprintf(stderr,
                "%s: %s\nusage: %s [--size NAME] [--workers P] [--reps R] [--warmup W] "
                "[--max-seconds S] [--pool lazy|busy] [--star] [--variant NAME] [--placement P]\n"
-               "  [--victims uniform|weighted] [--trace FILE.json]\n",
+               "  [--victims uniform|weighted] [--trace FILE.json] [--workspan [--burden NS] "
+               "[--clock steady|thread_cpu]]\n",
                argv0, why, argv0);
   std::exit(2);
 }
@@ -85,11 +89,18 @@ inline options parse_options(int argc, char **argv) {
       o.star = true;
     } else if (a == "--trace") {
       o.trace = value();
+    } else if (a == "--workspan") {
+      o.workspan = true;
+    } else if (a == "--burden") {
+      o.burden = std::atof(value());
+    } else if (a == "--clock") {
+      o.clock = value();
     } else {
       usage(argv[0], "unknown option");
     }
   }
-  if (o.workers < 1 || o.reps < 1 || o.warmup < 0 || (o.pool != "lazy" && o.pool != "busy")) {
+  if (o.workers < 1 || o.reps < 1 || o.warmup < 0 || (o.pool != "lazy" && o.pool != "busy") ||
+      (o.clock != "steady" && o.clock != "thread_cpu")) {
     usage(argv[0], "bad option value");
   }
   return o;

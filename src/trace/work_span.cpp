@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include <time.h> // clock_gettime (POSIX)
+
 #include "magpie/core/context.hpp"
 
 namespace magpie::trace {
@@ -39,7 +41,7 @@ std::vector<unsigned> work_span::worker_counts() {
 
 namespace {
 
-char const *unit_name(work_span_clock c) { return c == work_span_clock::steady ? "ns" : "units"; }
+char const *unit_name(work_span_clock c) { return c == work_span_clock::units ? "units" : "ns"; }
 
 std::string format(char const *fmt, auto... args) {
   char buf[160];
@@ -50,7 +52,7 @@ std::string format(char const *fmt, auto... args) {
 
 /// A time for people: ns as ms with three decimals, units as an integer.
 std::string human(std::uint64_t t, work_span_clock c) {
-  if (c == work_span_clock::steady) {
+  if (c != work_span_clock::units) {
     return format("%.3f ms", static_cast<double>(t) / 1e6);
   }
   return format("%llu units", static_cast<unsigned long long>(t));
@@ -65,6 +67,10 @@ std::string work_span::to_table() const {
   out += "burdened span          " + human(burdened_span, clock) +
          format("  (burden %llu %s per forked child)\n", static_cast<unsigned long long>(burden),
                 unit_name(clock));
+  if (event_cost != 0) {
+    out += format("probe cost subtracted  %llu ns per event\n",
+                  static_cast<unsigned long long>(event_cost));
+  }
   out += format("parallelism            %.2f\n", parallelism());
   out += format("burdened parallelism   %.2f\n", burdened_parallelism());
   out += format("tasks                  %llu (%llu forked, %llu called, %llu roots), %llu joins\n",
@@ -90,7 +96,8 @@ std::string work_span::to_json() const {
                     format(",\"burdened_parallelism\":%.6g", burdened_parallelism()) +
                     ",\"roots\":" + u(roots) + ",\"forks\":" + u(forks) + ",\"calls\":" + u(calls) +
                     ",\"joins\":" + u(joins) + ",\"tasks\":" + u(tasks) +
-                    ",\"broken\":" + u(broken) + ",\"speedup\":[";
+                    ",\"broken\":" + u(broken) + ",\"event_cost\":" + u(event_cost) +
+                    ",\"speedup\":[";
   bool first = true;
   for (unsigned p : worker_counts()) {
     out += format("%s{\"workers\":%u,\"lower\":%.6g,\"upper\":%.6g}", first ? "" : ",", p,
@@ -110,14 +117,23 @@ work_span_probe::work_span_probe(sched::pool &pool, work_span_options options) :
                            "(the analysis follows the serial order of a one-worker run)");
   }
   m_result.clock = options.clock;
+#if !defined(CLOCK_THREAD_CPUTIME_ID)
+  if (options.clock == work_span_clock::thread_cpu) {
+    throw std::logic_error("magpie::trace::work_span_probe: work_span_clock::thread_cpu needs "
+                           "CLOCK_THREAD_CPUTIME_ID (POSIX): use work_span_clock::steady");
+  }
+#endif
   double const b = options.burden >= 0 ? options.burden
-                   : options.clock == work_span_clock::steady
-                       ? static_cast<double>(default_burden_ns)
-                       : 0.0;
+                   : options.clock == work_span_clock::units
+                       ? 0.0
+                       : static_cast<double>(default_burden_ns);
   m_result.burden = static_cast<std::uint64_t>(std::llround(b));
   m_stack.reserve(256);
   m_recorder.owner = this;
   m_recorder.m_record = &work_span_probe::on_event;
+  if (options.clock != work_span_clock::units) {
+    calibrate();
+  }
   m_last = now();
   // replace_observer publishes our state to the worker (its seq_cst exchange, which the
   // worker's seq_cst load in context::observed acquires).
@@ -130,6 +146,29 @@ work_span_probe::work_span_probe(sched::pool &pool, work_span_options options) :
 
 work_span_probe::~work_span_probe() { (void)stop(); }
 
+void work_span_probe::calibrate() {
+  // The probe's own cost per event, as the worker pays it: a private context on this thread
+  // (we are its owner) reports events back to back to our recorder; what the clock sees between
+  // them is that cost. The median of a few rounds, against preemption.
+  core::context bench;
+  (void)bench.exchange_observer(&m_recorder);
+  constexpr int rounds = 9;
+  constexpr int events = 256;
+  std::int64_t costs[rounds];
+  for (std::int64_t &cost : costs) {
+    m_stack.assign(1, frame{});
+    m_last = now();
+    for (int i = 0; i < events; ++i) {
+      bench.observe(core::event::strand_end);
+    }
+    cost = m_stack.back().work / events;
+  }
+  (void)bench.exchange_observer(nullptr);
+  m_stack.clear();
+  std::sort(costs, costs + rounds);
+  m_result.event_cost = static_cast<std::uint64_t>(std::max<std::int64_t>(costs[rounds / 2], 0));
+}
+
 work_span work_span_probe::stop() noexcept {
   if (m_on) {
     // Returns once the worker is out of on_event: its writes happen-before our reads.
@@ -139,6 +178,12 @@ work_span work_span_probe::stop() noexcept {
       ++m_result.broken; // a root was still running: cut
     }
     m_stack.clear();
+    auto clamp = [](std::int64_t v) {
+      return static_cast<std::uint64_t>(std::max<std::int64_t>(v, 0));
+    };
+    m_result.work = clamp(m_work);
+    m_result.span = clamp(m_span);
+    m_result.burdened_span = clamp(m_span_b);
   }
   return m_result;
 }
@@ -147,6 +192,14 @@ std::uint64_t work_span_probe::now() const noexcept {
   if (m_result.clock == work_span_clock::units) {
     return detail::charged_units;
   }
+#if defined(CLOCK_THREAD_CPUTIME_ID)
+  if (m_result.clock == work_span_clock::thread_cpu) {
+    timespec ts{};
+    (void)clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); // cannot fail for this clock
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+  }
+#endif
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         std::chrono::steady_clock::now().time_since_epoch())
                                         .count());
@@ -161,7 +214,8 @@ void work_span_probe::on_event(core::observer &self, core::context &, core::even
 
 void work_span_probe::record(core::event e) noexcept {
   std::uint64_t const t = now();
-  std::uint64_t const d = t > m_last ? t - m_last : 0;
+  std::int64_t const d =
+      static_cast<std::int64_t>(t - m_last) - static_cast<std::int64_t>(m_result.event_cost);
   if (!m_stack.empty()) {
     frame &top = m_stack.back();
     top.work += d;
@@ -219,14 +273,15 @@ void work_span_probe::task_end() noexcept {
   m_stack.pop_back();
   // A task joins before it returns (final_transfer asserts it), so `child` is 0 here; the max
   // keeps the figures right should that change.
-  std::uint64_t const span = std::max(f.path, f.child);
-  std::uint64_t const span_b = std::max(f.path_b, f.child_b);
+  std::int64_t const span = std::max(f.path, f.child);
+  std::int64_t const span_b = std::max(f.path_b, f.child_b);
+  auto const burden = static_cast<std::int64_t>(m_result.burden);
   ++m_result.tasks;
   if (m_stack.empty()) {
     ++m_result.roots;
-    m_result.work += f.work;
-    m_result.span += span; // roots on one worker run one after the other
-    m_result.burdened_span += span_b;
+    m_work += f.work;
+    m_span += span; // roots on one worker run one after the other
+    m_span_b += span_b;
     return;
   }
   frame &parent = m_stack.back();
@@ -235,9 +290,9 @@ void work_span_probe::task_end() noexcept {
     ++m_result.forks;
     parent.child = std::max(parent.child, parent.path + span);
     // The burden on the child's return edge (its join may wait for a thief) ...
-    parent.child_b = std::max(parent.child_b, parent.path_b + span_b + m_result.burden);
+    parent.child_b = std::max(parent.child_b, parent.path_b + span_b + burden);
     // ... and on the continuation edge (a thief steals it).
-    parent.path_b += m_result.burden;
+    parent.path_b += burden;
   } else {
     ++m_result.calls;
     parent.path += span;

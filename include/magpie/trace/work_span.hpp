@@ -39,8 +39,15 @@ namespace magpie::trace {
 /// What the analysis measures time in.
 enum class work_span_clock : std::uint8_t {
   /// Nanoseconds of std::chrono::steady_clock (the vDSO clock_gettime: ~20 ns a read). The time
-  /// the probe itself spends at each event is excluded; the event's call is not (a few ns).
+  /// the probe spends between its two clock reads at an event is excluded; the rest of an
+  /// event's cost (the hook's call, half of each clock read) is calibrated when the probe starts
+  /// (work_span::event_cost) and subtracted from every interval.
   steady,
+  /// Nanoseconds of CPU time of the worker thread (clock_gettime(CLOCK_THREAD_CPUTIME_ID), a
+  /// system call: ~150 ns a read, excluded and calibrated as for `steady`). Time the thread spends
+  /// descheduled does not count, so the span is not inflated by preemptions on a busy machine;
+  /// POSIX only (elsewhere the probe's constructor throws std::logic_error).
+  thread_cpu,
   /// Units of work the program declares with trace::charge(n): deterministic, for tests and for
   /// cost models (a unit per leaf, per element, ...). Time that is not charged does not count.
   units
@@ -49,14 +56,14 @@ enum class work_span_clock : std::uint8_t {
 /// The cost of a steal and of the join it makes wait, in ns, measured on the development machine
 /// (2-core VM, GCC 12 -O3): bench/micro's BM_steal_round_trip (fork → steal by the other worker
 /// → continuation → join → child returns → parent resumed) took a median of ~1,000 ns.
-/// It is the burden work_span_options uses by default with the steady clock.
+/// It is the burden work_span_options uses by default with the steady and thread_cpu clocks.
 inline constexpr std::uint64_t default_burden_ns = 1000;
 
 /// How a work_span_probe measures.
 struct work_span_options {
   work_span_clock clock = work_span_clock::steady; ///< the unit of time
   /// The burden per forked child, in the clock's unit; negative: default_burden_ns for the
-  /// steady clock, 0 for units.
+  /// clocks in ns, 0 for units.
   double burden = -1;
 };
 
@@ -82,6 +89,8 @@ struct work_span {
   std::uint64_t joins = 0;  ///< joins returned
   std::uint64_t tasks = 0;  ///< tasks finished (forks + calls + roots)
   std::uint64_t broken = 0; ///< roots left out: a task suspended (see work_span_probe)
+  /// The probe's own cost per event, subtracted from each interval (clocks in ns; 0 for units).
+  std::uint64_t event_cost = 0;
 
   /// T1/T∞ (0 if nothing was measured): the most speedup any number of workers can give.
   double parallelism() const noexcept;
@@ -126,12 +135,13 @@ public:
   work_span stop() noexcept;
 
 private:
+  // Signed: an interval minus the calibrated event cost may come out slightly negative.
   struct frame {
-    std::uint64_t work = 0;    // this task's time, and its finished children's work
-    std::uint64_t path = 0;    // the longest path from its start to now (since its last join)
-    std::uint64_t child = 0;   // the longest path ending at a child forked since the last join
-    std::uint64_t path_b = 0;  // path, burdened
-    std::uint64_t child_b = 0; // child, burdened
+    std::int64_t work = 0;    // this task's time, and its finished children's work
+    std::int64_t path = 0;    // the longest path from its start to now (since its last join)
+    std::int64_t child = 0;   // the longest path ending at a child forked since the last join
+    std::int64_t path_b = 0;  // path, burdened
+    std::int64_t child_b = 0; // child, burdened
     core::event kind = core::event::root; // how it started: fork, call or root
   };
   struct recorder : core::observer {
@@ -141,13 +151,17 @@ private:
                        std::uint64_t arg) noexcept;
   void record(core::event e) noexcept;
   void task_end() noexcept;
+  void calibrate();
   std::uint64_t now() const noexcept;
 
   sched::pool *m_pool;
   work_span m_result;
   std::vector<frame> m_stack; // the shadow stack: the running tasks, the innermost last
   std::uint64_t m_last = 0;   // clock at the end of the previous event
-  bool m_skipping = false;    // a task suspended: ignore events until the next root
+  std::int64_t m_work = 0;    // the measured roots' work, span and burdened span, summed
+  std::int64_t m_span = 0;
+  std::int64_t m_span_b = 0;
+  bool m_skipping = false; // a task suspended: ignore events until the next root
   recorder m_recorder;
   bool m_on = false;
 };
