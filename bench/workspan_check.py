@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Work/span prediction vs measured speedup at 2 workers (issue 13's target: within 15 %).
+
+For each program, in interleaved rounds:
+  * the prediction: <ot>/<problem>_magpie --workspan (a MAGPIE_OBSERVE_TASKS build) prints the
+    predicted speedup range at P workers (lower: T1/(T1/P + burdened span), upper: min(P, T1/T∞));
+  * the measurement: <bin>/<problem>_magpie (the default build) at 1 and at P workers.
+The speedup is median(T at 1 worker) / median(T at P workers) over all rounds' repetitions.
+
+  cmake --preset bench && cmake --build build/bench -j2 --target fib_magpie ...
+  cmake --preset bench -B build/bench-ot -DMAGPIE_OBSERVE_TASKS=ON && cmake --build build/bench-ot ...
+  bench/workspan_check.py --bin build/bench/bench/bin --ot build/bench-ot/bench/bin
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+# (problem, size, extra arguments, label). Zipf twice: the hand-written recursive split (a fixed
+# DAG) and magpie::for_each, whose lazy splitting builds a different DAG when nobody steals (the
+# one-worker run the analysis watches): see docs/guide/tracing.md.
+PROGRAMS = [("fib", "default", [], "fib"), ("nqueens", "default", [], "nqueens"),
+            ("uts", "T1", [], "uts T1"), ("zipf", "512", ["--variant", "split"], "zipf split"),
+            ("zipf", "512", [], "zipf for_each")]
+
+
+def run(cmd):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    found = {}
+    for line in out.splitlines():
+        for tag in ("@@WORKSPAN ", "@@RESULT "):
+            if line.startswith(tag):
+                found[tag.strip()] = json.loads(line[len(tag):])
+    if found.get("@@RESULT", {}).get("check") == "FAIL":
+        sys.exit(f"wrong answer: {' '.join(cmd)}")
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--bin", required=True, help="default build's bench/bin")
+    ap.add_argument("--ot", required=True, help="MAGPIE_OBSERVE_TASKS build's bench/bin")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=3, help="timed repetitions per run")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--clock", default="steady", choices=["steady", "thread_cpu"])
+    ap.add_argument("--only", default="", help="comma-separated problems")
+    a = ap.parse_args()
+    programs = [p for p in PROGRAMS if not a.only or p[0] in a.only.split(",")]
+    data = {p[3]: {"lower": [], "upper": [], "par": [], "bpar": [], "t1": [], "tp": []}
+            for p in programs}
+    for r in range(a.rounds):
+        for prob, size, extra, label in programs:
+            d = data[label]
+            ws = run([f"{a.ot}/{prob}_magpie", "--size", size, "--workspan", "--clock", a.clock,
+                      "--reps", "1", "--warmup", "0"] + extra)["@@WORKSPAN"]
+            row = next(s for s in ws["speedup"] if s["workers"] == a.workers)
+            d["lower"].append(row["lower"])
+            d["upper"].append(row["upper"])
+            d["par"].append(ws["parallelism"])
+            d["bpar"].append(ws["burdened_parallelism"])
+            for workers, key in ((1, "t1"), (a.workers, "tp")):
+                res = run([f"{a.bin}/{prob}_magpie", "--size", size, "--workers", str(workers),
+                           "--reps", str(a.reps), "--warmup", "1"] + extra)["@@RESULT"]
+                d[key].extend(res["times"])
+            print(f"round {r + 1}/{a.rounds} {label}: predicted {row['lower']:.3f}..{row['upper']:.3f}"
+                  f", T1 {statistics.median(d['t1'][-a.reps:]):.4f} s,"
+                  f" T{a.workers} {statistics.median(d['tp'][-a.reps:]):.4f} s", flush=True)
+    print(f"\nP = {a.workers}; medians over {a.rounds} rounds ({a.rounds * a.reps} timed reps per"
+          " worker count)")
+    print(f"{'program':14} {'parallelism':>11} {'burdened':>9} {'lower':>6} {'upper':>6}"
+          f" {'T1 s':>8} {'TP s':>8} {'speedup':>7}  {'in range':8} {'off by':>6}")
+    for prob, size, extra, label in programs:
+        d = data[label]
+        med = {k: statistics.median(v) for k, v in d.items()}
+        speedup = med["t1"] / med["tp"]
+        inside = med["lower"] <= speedup <= med["upper"]
+        nearest = min(max(speedup, med["lower"]), med["upper"])
+        off = abs(nearest - speedup) / speedup
+        print(f"{label:14} {med['par']:11.1f} {med['bpar']:9.1f} {med['lower']:6.3f}"
+              f" {med['upper']:6.3f} {med['t1']:8.4f} {med['tp']:8.4f} {speedup:7.3f}  "
+              f"{'yes' if inside else 'no':8} {100 * off:5.1f}%")
+
+
+if __name__ == "__main__":
+    main()
