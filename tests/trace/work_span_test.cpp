@@ -117,6 +117,13 @@ TEST_F(work_span_test, serial_chain_has_parallelism_one_in_time) {
   EXPECT_EQ(r.parallelism(), 1.0);
   EXPECT_EQ(r.burden, magpie::trace::default_burden_ns);
   EXPECT_EQ(r.burdened_span, r.work); // no fork, no burden
+  EXPECT_GT(r.event_cost, 0u);         // calibrated: a clock read costs something
+  work_span const cpu =
+      magpie::trace::measure_work_span({work_span_clock::thread_cpu, -1}, spinning_chain, 50);
+  EXPECT_EQ(cpu.clock, work_span_clock::thread_cpu);
+  EXPECT_GT(cpu.work, 0u);
+  EXPECT_EQ(cpu.span, cpu.work);
+  EXPECT_EQ(cpu.tasks, 50u);
 }
 
 TEST_F(work_span_test, independent_leaves_have_parallelism_k) {
