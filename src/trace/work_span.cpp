@@ -149,7 +149,8 @@ work_span_probe::~work_span_probe() { (void)stop(); }
 void work_span_probe::calibrate() {
   // The probe's own cost per event, as the worker pays it: a private context on this thread
   // (we are its owner) reports events back to back to our recorder; what the clock sees between
-  // them is that cost. The median of a few rounds, against preemption.
+  // them is that cost. The smallest of a few rounds: preemption only adds, and subtracting too
+  // much would hide work (intervals are clamped at 0).
   core::context bench;
   (void)bench.exchange_observer(&m_recorder);
   constexpr int rounds = 9;
@@ -165,8 +166,8 @@ void work_span_probe::calibrate() {
   }
   (void)bench.exchange_observer(nullptr);
   m_stack.clear();
-  std::sort(costs, costs + rounds);
-  m_result.event_cost = static_cast<std::uint64_t>(std::max<std::int64_t>(costs[rounds / 2], 0));
+  m_result.event_cost = static_cast<std::uint64_t>(
+      std::max<std::int64_t>(*std::min_element(costs, costs + rounds), 0));
 }
 
 work_span work_span_probe::stop() noexcept {
@@ -214,8 +215,9 @@ void work_span_probe::on_event(core::observer &self, core::context &, core::even
 
 void work_span_probe::record(core::event e) noexcept {
   std::uint64_t const t = now();
-  std::int64_t const d =
-      static_cast<std::int64_t>(t - m_last) - static_cast<std::int64_t>(m_result.event_cost);
+  std::uint64_t const raw = t > m_last ? t - m_last : 0;
+  auto const d =
+      static_cast<std::int64_t>(raw > m_result.event_cost ? raw - m_result.event_cost : 0);
   if (!m_stack.empty()) {
     frame &top = m_stack.back();
     top.work += d;

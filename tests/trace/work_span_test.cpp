@@ -117,7 +117,7 @@ TEST_F(work_span_test, serial_chain_has_parallelism_one_in_time) {
   EXPECT_EQ(r.parallelism(), 1.0);
   EXPECT_EQ(r.burden, magpie::trace::default_burden_ns);
   EXPECT_EQ(r.burdened_span, r.work); // no fork, no burden
-  EXPECT_GT(r.event_cost, 0u);         // calibrated: a clock read costs something
+  EXPECT_GT(r.event_cost, 0u);        // calibrated: a clock read costs something
   work_span const cpu =
       magpie::trace::measure_work_span({work_span_clock::thread_cpu, -1}, spinning_chain, 50);
   EXPECT_EQ(cpu.clock, work_span_clock::thread_cpu);
@@ -190,8 +190,8 @@ TEST_F(work_span_test, fib_span_grows_linearly) {
 
 TEST_F(work_span_test, fib_in_time_is_consistent) {
   work_span const r = magpie::trace::measure_work_span({}, magpie::test::fib, 18);
-  EXPECT_GT(r.span, 0u);
-  EXPECT_LT(r.span, r.work);
+  EXPECT_GT(r.work, 0u);
+  EXPECT_LE(r.span, r.work); // whatever the clock reads: the span is a part of the work
   // Every path crosses the root's fork (a burden on either edge); the leftmost one 17 forks.
   EXPECT_GE(r.burdened_span, r.span + r.burden);
   EXPECT_GE(r.burdened_span, 17 * r.burden);
