@@ -53,11 +53,12 @@ enum class work_span_clock : std::uint8_t {
   units
 };
 
-/// The cost of a steal and of the join it makes wait, in ns, measured on the development machine
-/// (2-core VM, GCC 12 -O3): bench/micro's BM_steal_round_trip (fork → steal by the other worker
-/// → continuation → join → child returns → parent resumed) took a median of ~1,000 ns.
-/// It is the burden work_span_options uses by default with the steady and thread_cpu clocks.
-inline constexpr std::uint64_t default_burden_ns = 1000;
+/// The cost of a steal and of the join it makes wait, in ns: bench/micro's BM_steal_round_trip
+/// (fork → steal by the other worker → continuation → join → child returns → parent resumed) on
+/// the development machine (2-core VM, GCC 12 -O3) took 250–330 ns while the machine was quiet
+/// and far longer while other processes competed for its cores; 400 ns is the median of 12 runs
+/// (bench/README.md). The burden work_span_options uses by default with the clocks in ns.
+inline constexpr std::uint64_t default_burden_ns = 400;
 
 /// How a work_span_probe measures.
 struct work_span_options {
