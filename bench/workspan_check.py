@@ -13,9 +13,12 @@ The speedup is median(T at 1 worker) / median(T at P workers) over all rounds' r
 """
 import argparse
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
+import time
 
 # (problem, size, extra arguments, label). Zipf twice: the hand-written recursive split (a fixed
 # DAG) and magpie::for_each, whose lazy splitting builds a different DAG when nobody steals (the
@@ -25,8 +28,37 @@ PROGRAMS = [("fib", "default", [], "fib"), ("nqueens", "default", [], "nqueens")
             ("zipf", "512", [], "zipf for_each")]
 
 
-def run(cmd):
+def busy_cpu_seconds():
+    """CPU seconds the whole machine has been busy (/proc/stat), or None."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return None
+    return (v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_quiet(limit):
+    """Waits (up to `limit` s) for a second in which other processes kept < 0.2 cores busy."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit:
+        b0 = busy_cpu_seconds()
+        time.sleep(1.0)
+        b1 = busy_cpu_seconds()
+        if b0 is None or b1 is None or b1 - b0 <= 0.2:
+            break
+
+
+OTHERS = []  # cores other processes kept busy during each measured run
+
+
+def run(cmd, measured=False):
+    b0, own0, t0 = busy_cpu_seconds(), resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    b1, own1, wall = busy_cpu_seconds(), resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic() - t0
+    if measured and b0 is not None and b1 is not None:
+        own = own1.ru_utime + own1.ru_stime - own0.ru_utime - own0.ru_stime
+        OTHERS.append(max(0.0, (b1 - b0 - own) / wall))
     found = {}
     for line in out.splitlines():
         for tag in ("@@WORKSPAN ", "@@RESULT "):
@@ -46,6 +78,8 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--clock", default="steady", choices=["steady", "thread_cpu"])
     ap.add_argument("--only", default="", help="comma-separated problems")
+    ap.add_argument("--wait-quiet", type=float, default=0, metavar="S",
+                    help="before each measured run, wait up to S s for the machine to be idle")
     a = ap.parse_args()
     programs = [p for p in PROGRAMS if not a.only or p[0] in a.only.split(",")]
     data = {p[3]: {"lower": [], "upper": [], "par": [], "bpar": [], "t1": [], "tp": []}
@@ -61,14 +95,18 @@ def main():
             d["par"].append(ws["parallelism"])
             d["bpar"].append(ws["burdened_parallelism"])
             for workers, key in ((1, "t1"), (a.workers, "tp")):
+                wait_quiet(a.wait_quiet)
                 res = run([f"{a.bin}/{prob}_magpie", "--size", size, "--workers", str(workers),
-                           "--reps", str(a.reps), "--warmup", "1"] + extra)["@@RESULT"]
+                           "--reps", str(a.reps), "--warmup", "1"] + extra, measured=True)["@@RESULT"]
                 d[key].extend(res["times"])
             print(f"round {r + 1}/{a.rounds} {label}: predicted {row['lower']:.3f}..{row['upper']:.3f}"
                   f", T1 {statistics.median(d['t1'][-a.reps:]):.4f} s,"
                   f" T{a.workers} {statistics.median(d['tp'][-a.reps:]):.4f} s", flush=True)
     print(f"\nP = {a.workers}; medians over {a.rounds} rounds ({a.rounds * a.reps} timed reps per"
           " worker count)")
+    if OTHERS:
+        print(f"cores kept busy by other processes during the measured runs: median"
+              f" {statistics.median(OTHERS):.2f}, max {max(OTHERS):.2f}")
     print(f"{'program':14} {'parallelism':>11} {'burdened':>9} {'lower':>6} {'upper':>6}"
           f" {'T1 s':>8} {'TP s':>8} {'speedup':>7}  {'in range':8} {'off by':>6}")
     for prob, size, extra, label in programs:

@@ -6,18 +6,6 @@
 
 #include "magpie/magpie.hpp"
 
-magpie::task<long> fib(int n) {
-  if (n < 2) {
-    co_return n;
-  }
-  long a = 0;
-  long b = 0;
-  co_await magpie::fork(&a, fib, n - 1);
-  co_await magpie::call(&b, fib, n - 2);
-  co_await magpie::join();
-  co_return a + b;
-}
-
 // [units]
 magpie::task<long> counted_fib(int n) {
   magpie::trace::charge(1); // one unit of work per task
@@ -36,8 +24,8 @@ magpie::task<long> counted_fib(int n) {
 int main() {
   // [probe]
   magpie::lazy_pool one(1);                  // the analysis follows the serial order of one worker
-  magpie::trace::work_span_probe probe(one); // steady clock; burden: default_burden_ns
-  long const r = magpie::sync_wait(one, fib, 25);
+  magpie::trace::work_span_probe probe(one); // steady clock (charge() is ignored); default burden
+  long const r = magpie::sync_wait(one, counted_fib, 25);
   magpie::trace::work_span const measured = probe.stop();
   std::cerr << measured.to_table(); // T1, T∞, T1/T∞, predicted speedups for 1…64 workers
   // [probe]
