@@ -215,6 +215,37 @@ TEST_F(work_span_test, roots_compose_in_sequence) {
   EXPECT_EQ(probe.stop().roots, 2u);
 }
 
+magpie::task<void> throwing_leaf() {
+  magpie::trace::charge(2);
+  throw std::runtime_error("leaf");
+  co_return;
+}
+
+magpie::task<void> catches(int k) {
+  for (int i = 0; i < k; ++i) {
+    co_await magpie::fork(leaf, std::uint64_t{1});
+  }
+  co_await magpie::fork(throwing_leaf);
+  try {
+    co_await magpie::join();
+  } catch (std::runtime_error const &) {
+    magpie::trace::charge(5); // after the join: on the path after every child
+  }
+}
+
+TEST_F(work_span_test, exceptions_keep_the_tree) {
+  magpie::lazy_pool one(1);
+  magpie::trace::work_span_probe probe(one, units);
+  magpie::sync_wait(one, catches, 3);
+  EXPECT_THROW(magpie::sync_wait(one, throwing_leaf), std::runtime_error);
+  work_span const r = probe.stop();
+  EXPECT_EQ(r.broken, 0u);
+  EXPECT_EQ(r.roots, 2u);
+  EXPECT_EQ(r.tasks, 6u);
+  EXPECT_EQ(r.work, 3u + 2 + 5 + 2);
+  EXPECT_EQ(r.span, 2u + 5 + 2); // the throwing leaf, then the handler; the second root
+}
+
 magpie::task<void> hops(magpie::lazy_pool *pool) {
   magpie::trace::charge(7);
   co_await magpie::resume_on(*pool); // suspends: not serial fork–join any more
