@@ -83,10 +83,12 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated problems")
     ap.add_argument("--wait-quiet", type=float, default=0, metavar="S",
                     help="before each measured run, wait up to S s for the machine to be idle")
+    ap.add_argument("--quiet", type=float, default=0.25, metavar="CORES",
+                    help="runs during which other processes kept at most CORES busy count as quiet")
     a = ap.parse_args()
     programs = [p for p in PROGRAMS if not a.only or p[0] in a.only.split(",")]
-    data = {p[3]: {"lower": [], "upper": [], "par": [], "bpar": [], "t1": [], "tp": []}
-            for p in programs}
+    data = {p[3]: {"lower": [], "upper": [], "par": [], "bpar": [], "t1": [], "tp": [],
+                   "q1": [], "qp": []} for p in programs}
     for r in range(a.rounds):
         for prob, size, extra, label in programs:
             d = data[label]
@@ -103,6 +105,8 @@ def main():
                 res = run([f"{a.bin}/{prob}_magpie", "--size", size, "--workers", str(workers),
                            "--reps", str(a.reps), "--warmup", "1"] + extra, measured=True)["@@RESULT"]
                 d[key].extend(res["times"])
+                if OTHERS and OTHERS[-1] <= a.quiet:  # a run the rest of the machine left alone
+                    d["q" + key[1]].extend(res["times"])
             print(f"round {r + 1}/{a.rounds} {label}: predicted {row['lower']:.3f}..{row['upper']:.3f}"
                   f", T1 {statistics.median(d['t1'][-a.reps:]):.4f} s,"
                   f" T{a.workers} {statistics.median(d['tp'][-a.reps:]):.4f} s", flush=True)
@@ -112,17 +116,25 @@ def main():
         print(f"cores kept busy by other processes during the measured runs: median"
               f" {statistics.median(OTHERS):.2f}, max {max(OTHERS):.2f}")
     print(f"{'program':14} {'parallelism':>11} {'burdened':>9} {'lower':>6} {'upper':>6}"
-          f" {'T1 s':>8} {'TP s':>8} {'speedup':>7}  {'in range':8} {'off by':>6}")
+          f" {'T1 s':>8} {'TP s':>8} {'speedup':>7}  {'in range':8} {'off by':>6}"
+          f"  {'quiet runs':>10} {'speedup':>7} {'off by':>6}")
     for prob, size, extra, label in programs:
         d = data[label]
-        med = {k: statistics.median(v) for k, v in d.items()}
+        med = {k: statistics.median(v) for k, v in d.items() if v}
+
+        def off_by(speedup):
+            nearest = min(max(speedup, med["lower"]), med["upper"])
+            return abs(nearest - speedup) / speedup
+
         speedup = med["t1"] / med["tp"]
         inside = med["lower"] <= speedup <= med["upper"]
-        nearest = min(max(speedup, med["lower"]), med["upper"])
-        off = abs(nearest - speedup) / speedup
+        quiet = ""
+        if d["q1"] and d["qp"]:
+            qs = med["q1"] / med["qp"]
+            quiet = f"  {len(d['q1']):4}+{len(d['qp']):<5} {qs:7.3f} {100 * off_by(qs):5.1f}%"
         print(f"{label:14} {med['par']:11.1f} {med['bpar']:9.1f} {med['lower']:6.3f}"
               f" {med['upper']:6.3f} {med['t1']:8.4f} {med['tp']:8.4f} {speedup:7.3f}  "
-              f"{'yes' if inside else 'no':8} {100 * off:5.1f}%")
+              f"{'yes' if inside else 'no':8} {100 * off_by(speedup):5.1f}%{quiet}")
 
 
 if __name__ == "__main__":
