@@ -18,6 +18,14 @@
 // Coroutine frames (GCC and Clang ABI) begin with the resume and destroy function pointers; the
 // promise, whose first base is frame_base, follows (at the promise's alignment, 16 at most).
 static_assert(alignof(magpie::core::frame_base) <= 2 * sizeof(void *));
+// tools/gdb/magpie.py reads these structs by offset (layout version 1, 64-bit): keep in step.
+static_assert(sizeof(void *) != 8 ||
+              (offsetof(magpie_debug_info, pools) == 48 &&
+               offsetof(magpie_debug_info, parked) == 56 &&
+               offsetof(magpie_debug_info, parked_count) == 64 &&
+               offsetof(magpie_debug_info, tracking) == 72 &&
+               offsetof(magpie_debug_pool, worker) == 24 && sizeof(magpie_debug_worker) == 24 &&
+               sizeof(magpie_debug_parked) == 16));
 
 extern "C" {
 magpie_debug_info magpie_debug = {

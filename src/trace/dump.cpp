@@ -18,13 +18,14 @@ namespace {
 
 using core::frame_base;
 
-constexpr std::size_t max_chain = 4096;          // deeper chains are cut (a cycle in torn data)
+constexpr std::size_t max_chain = 4096; // deeper chains are cut (a cycle in torn data)
 constexpr std::size_t promise_offset = 2 * sizeof(void *); // see src/registry.cpp
 
 using detail::peek;
 using detail::peek_byte;
 
-template <typename T> T *field(void const *base, std::size_t offset) noexcept {
+template <typename T>
+T *field(void const *base, std::size_t offset) noexcept {
   return reinterpret_cast<T *>(peek(static_cast<std::byte const *>(base) + offset));
 }
 
@@ -54,9 +55,11 @@ frame_base const *running_task(core::context const &ctx) noexcept {
   std::size_t const need = promise_offset + sizeof(frame_base);
   for (core::stacklet *seg = top; seg != nullptr;) {
     std::byte const *const lo = seg->base();
-    std::byte const *const hi = seg == top ? sp : reinterpret_cast<std::byte const *>(peek(
-                                                      reinterpret_cast<std::byte const *>(seg) +
-                                                      core::stacklet::debug_saved_sp_offset()));
+    std::byte const *const hi =
+        seg == top
+            ? sp
+            : reinterpret_cast<std::byte const *>(peek(reinterpret_cast<std::byte const *>(seg) +
+                                                       core::stacklet::debug_saved_sp_offset()));
     if (hi < lo || static_cast<std::size_t>(hi - lo) > (std::size_t{1} << 40)) {
       return nullptr; // torn: the worker moved on while we read
     }

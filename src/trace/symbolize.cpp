@@ -41,7 +41,8 @@ struct module_symbols {
   std::vector<symbol> symbols;
 };
 
-template <typename T> T const *at(std::byte const *file, std::size_t size, std::uint64_t off) {
+template <typename T>
+T const *at(std::byte const *file, std::size_t size, std::uint64_t off) {
   return off + sizeof(T) <= size ? reinterpret_cast<T const *>(file + off) : nullptr;
 }
 
@@ -88,8 +89,8 @@ module_symbols read_symbols(char const *path) {
           }
           char const *name = names + sym->st_name;
           out.symbols.push_back(
-              {sym->st_value, sym->st_size, std::string(name, ::strnlen(name, strings->sh_size -
-                                                                                  sym->st_name))});
+              {sym->st_value, sym->st_size,
+               std::string(name, ::strnlen(name, strings->sh_size - sym->st_name))});
         }
       }
       if (!out.symbols.empty()) {
@@ -120,7 +121,7 @@ int find_module(dl_phdr_info *info, std::size_t, void *data) {
       m->found = true;
       m->bias = info->dlpi_addr;
       m->path = info->dlpi_name != nullptr && info->dlpi_name[0] != '\0' ? info->dlpi_name
-                                                                          : "/proc/self/exe";
+                                                                         : "/proc/self/exe";
       return 1;
     }
   }
@@ -153,7 +154,8 @@ std::string coroutine_name(std::string raw) {
     }
     std::size_t const id_end = raw.size() - suffix.size() + 6; // keeps ".Frame"
     for (std::size_t i = 1; i + 2 < id_end; ++i) {
-      if (raw.compare(i, 2, "_Z") != 0 || std::isdigit(static_cast<unsigned char>(raw[i - 1])) == 0) {
+      if (raw.compare(i, 2, "_Z") != 0 ||
+          std::isdigit(static_cast<unsigned char>(raw[i - 1])) == 0) {
         continue;
       }
       std::size_t digits = i;

@@ -5,8 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <sstream>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>

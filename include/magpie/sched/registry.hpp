@@ -81,8 +81,7 @@ void track_parked(bool on) noexcept;
 /// under the lock that the park and resume hooks take: a recorded task is not resumed (its
 /// resumption waits for the lock) while `visit` reads it. Returns false if nothing is tracked.
 /// `visit` must not park or resume tasks.
-bool visit_parked(void const *home, void (*visit)(core::frame_base const *f, void *arg),
-                  void *arg);
+bool visit_parked(void const *home, void (*visit)(core::frame_base const *f, void *arg), void *arg);
 /// Parked tasks that could not be recorded (out of memory) since tracking started.
 std::uint64_t parked_lost() noexcept;
 

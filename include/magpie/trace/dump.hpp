@@ -40,7 +40,7 @@ struct task_frame {
 
 /// What one worker is running: its chain, innermost (the running task) first.
 struct worker_chain {
-  std::size_t worker = 0;       ///< the worker's index in its pool
+  std::size_t worker = 0;        ///< the worker's index in its pool
   std::vector<task_frame> chain; ///< empty: the worker runs no task
 };
 
