@@ -50,8 +50,20 @@ int main() {
   while (!arrived || magpie::trace::counters(pool).total.parks == 0) {
     std::this_thread::yield(); // (for this example: until the server blocks and the client waits)
   }
-  magpie::trace::dump(pool, std::cout); // any thread, any time: what runs and what waits
+  magpie::trace::dump(pool, std::cerr); // any thread, any time: what runs and what waits
   // [dump]
+  // [snapshot]
+  magpie::trace::task_dump const d = magpie::trace::snapshot(pool); // the same, as data
+  for (magpie::trace::worker_chain const &w : d.workers) {
+    for (magpie::trace::task_frame const &t : w.chain) { // innermost first
+      std::printf("%s %s%s", &t == &w.chain.front() ? "running:" : " <-", t.function.c_str(),
+                  &t == &w.chain.back() ? "\n" : "");
+    }
+  }
+  for (auto const &chain : d.parked) {
+    std::printf("parked: %s\n", chain.front().function.c_str());
+  }
+  // [snapshot]
   while (stall.fired() == 0) { // the watchdog reports once, after 200 ms without progress
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
