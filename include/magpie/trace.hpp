@@ -3,6 +3,6 @@
 // (trace::counters) and on a timeline (trace::session, Chrome/Perfetto trace-event JSON); what
 // each worker runs now (trace::dump) and why a program is stuck (trace::watchdog).
 #include "magpie/trace/counters.hpp"
-#include "magpie/trace/session.hpp"
 #include "magpie/trace/dump.hpp"
+#include "magpie/trace/session.hpp"
 #include "magpie/trace/watchdog.hpp"
