@@ -97,8 +97,9 @@ public:
   /// For diagnostics only (trace::dump, tools/gdb/magpie.py): the bump pointer this stacklet
   /// saved when it stopped being the top of a live stack. Racy if read by another thread.
   std::byte *saved_sp() const noexcept { return m_saved_sp; }
-  /// For debuggers: the offsets of the link to the stacklet below and of the saved bump pointer.
+  /// For debuggers: the offset of the link to the stacklet below.
   static constexpr std::size_t debug_prev_offset() noexcept { return offsetof(stacklet, m_prev); }
+  /// For debuggers: the offset of the saved bump pointer (saved_sp()).
   static constexpr std::size_t debug_saved_sp_offset() noexcept {
     return offsetof(stacklet, m_saved_sp);
   }
@@ -272,13 +273,13 @@ public:
     m_end = top->end();
   }
 
-  /// Any thread: stacklets this stack has allocated (a relaxed snapshot).
   /// For diagnostics only (trace::dump, tools/gdb/magpie.py): where this stack keeps its top
   /// stacklet and its bump pointer. Another thread reading through them races with the owner.
   stacklet *const *debug_top() const noexcept { return &m_top; }
   /// See debug_top().
   std::byte *const *debug_sp() const noexcept { return &m_sp; }
 
+  /// Any thread: stacklets this stack has allocated (a relaxed snapshot).
   std::uint64_t stacklets_created() const noexcept {
     return m_created.load(std::memory_order_relaxed); // a statistic: no edge
   }
