@@ -79,6 +79,8 @@ using sync::task_group;
 using sync::unique_guard;
 using sync::unobserved_exception_handler;
 
+using trace::dump; // magpie::dump(pool[, out]): each worker's chain of tasks (trace/dump.hpp)
+
 #if defined(__linux__)
 using io::readable;
 using io::sleep_for;

@@ -133,7 +133,7 @@ TEST(Dump, StringAndStreamFormsAgree) {
   std::ostringstream out;
   magpie::trace::dump(pool, out);
   EXPECT_TRUE(shows_chain(out.str())) << out.str();
-  EXPECT_TRUE(shows_chain(magpie::trace::dump(pool)));
+  EXPECT_TRUE(shows_chain(magpie::dump(pool))); // also in namespace magpie
 }
 
 magpie::task<int> parked_inner(magpie::event *ev) {
