@@ -21,6 +21,9 @@ namespace magpie::trace {
 
 watchdog::watchdog(sched::pool &pool, std::chrono::milliseconds window, report_fn report)
     : m_pool(pool), m_window(window), m_report(std::move(report)) {
+  if (window.count() <= 0) {
+    throw std::invalid_argument("magpie: trace::watchdog needs a window longer than zero");
+  }
   if (!m_report) {
     m_report = [](std::string const &text) {
       std::fputs(text.c_str(), stderr);

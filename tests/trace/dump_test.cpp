@@ -253,6 +253,7 @@ TEST(Watchdog, NeverFiresForAnIdlePool) {
   magpie::trace::watchdog w(pool, 20ms, [](std::string const &) {});
   std::this_thread::sleep_for(200ms); // nothing in flight: no stall
   EXPECT_EQ(w.fired(), 0u);
+  EXPECT_THROW(magpie::trace::watchdog(pool, 0ms), std::invalid_argument);
 }
 
 TEST(DumpSignal, PrintsTheDumpToStderr) {

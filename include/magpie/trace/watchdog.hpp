@@ -46,7 +46,8 @@ public:
   using report_fn = std::function<void(std::string const &report)>;
 
   /// Watches `pool`, sampling every window/8 (at least every millisecond). `report` null: the
-  /// report goes to stderr. Throws std::system_error if the thread cannot start.
+  /// report goes to stderr. Throws std::invalid_argument for a window of zero or less,
+  /// std::system_error if the thread cannot start.
   watchdog(sched::pool &pool, std::chrono::milliseconds window, report_fn report = nullptr);
   watchdog(watchdog const &) = delete;
   watchdog &operator=(watchdog const &) = delete;
