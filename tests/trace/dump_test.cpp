@@ -118,10 +118,13 @@ void dump_names_the_chain() {
   EXPECT_NE(text.find("parked tasks: not tracked"), std::string::npos);
   chain.release();
   // Once the pool is idle, no worker runs a task.
-  ASSERT_TRUE(magpie::test::wait_until([&] { return pool.in_flight() == 0; }));
-  for (auto const &w : magpie::trace::snapshot(pool).workers) {
-    EXPECT_TRUE(w.chain.empty());
-  }
+  EXPECT_TRUE(magpie::test::wait_until([&] {
+    bool idle = pool.in_flight() == 0;
+    for (auto const &w : magpie::trace::snapshot(pool).workers) {
+      idle = idle && w.chain.empty();
+    }
+    return idle;
+  })) << magpie::dump(pool);
 }
 
 TEST(Dump, NamesTheChainOfABlockedTaskLazy) { dump_names_the_chain<magpie::lazy_pool>(); }
@@ -166,9 +169,15 @@ TEST(Dump, ListsParkedTasksWhileTracked) {
     threads.emplace_back([&] { sum += magpie::sync_wait(pool, parked_outer, &ev); });
   }
   magpie::trace::task_dump d;
+  // Until all three are parked and their workers have moved on (a task is recorded as parked
+  // just before its worker hands its stack away: a snapshot may catch it in both places).
   ASSERT_TRUE(magpie::test::wait_until([&] {
     d = magpie::trace::snapshot(pool);
-    return d.parked.size() == waiters;
+    bool idle = true;
+    for (auto const &w : d.workers) {
+      idle = idle && w.chain.empty();
+    }
+    return d.parked.size() == waiters && idle;
   })) << d.to_string();
   std::string const text = d.to_string();
   EXPECT_TRUE(d.parked_tracked);
