@@ -24,7 +24,8 @@ static_assert(sizeof(void *) != 8 ||
                offsetof(magpie_debug_info, parked) == 56 &&
                offsetof(magpie_debug_info, parked_count) == 64 &&
                offsetof(magpie_debug_info, tracking) == 72 &&
-               offsetof(magpie_debug_pool, worker) == 24 && sizeof(magpie_debug_worker) == 24 &&
+               offsetof(magpie_debug_pool, worker) == 24 &&
+               offsetof(magpie_debug_pool, executor) == 32 && sizeof(magpie_debug_worker) == 24 &&
                sizeof(magpie_debug_parked) == 16));
 
 extern "C" {
@@ -125,6 +126,7 @@ constexpr core::ext::park_hooks hooks{&on_parked, &on_resumed};
 void add(pool const &p) {
   auto e = std::make_unique<entry>();
   e->pool = &p;
+  e->executor = static_cast<core::executor const *>(&p);
   e->workers = p.size();
   e->views.reserve(p.size());
   for (std::size_t i = 0; i < p.size(); ++i) {

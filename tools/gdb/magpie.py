@@ -90,7 +90,7 @@ class _Reader:
         self.layout = _Layout(self.mem)
 
     def pools(self):
-        """[(pool address, [(context, top address, sp address)])], most recent first."""
+        """[(pool address, executor address, [(context, top, sp)])], most recent first."""
         out = []
         entry = self.layout.pools
         while entry != 0 and len(out) < 1024:
@@ -101,7 +101,7 @@ class _Reader:
             for i in range(workers):
                 w = array + 24 * i
                 views.append((self.mem.u64(w), self.mem.u64(w + 8), self.mem.u64(w + 16)))
-            out.append((pool, views))
+            out.append((pool, self.mem.u64(entry + 32), views))
             entry = self.mem.u64(entry)
         return out
 
@@ -182,15 +182,14 @@ class _Tasks(gdb.Command):
         pools = r.pools()
         if not pools:
             gdb.write("magpie: no live pool\n")
-        for index, (pool, views) in enumerate(pools):
+        for index, (pool, executor, views) in enumerate(pools):
             gdb.write("pool %d at 0x%x: %d worker(s)\n" % (index, pool, len(views)))
             for w, view in enumerate(views):
                 chain = r.chain(r.running(view) or 0)
                 gdb.write("worker %d:%s\n" % (w, "" if chain else " no task"))
                 _print_chain(chain)
-            # The executor base of a pool is at its start (sched::pool derives from it first).
             if r.layout.tracking:
-                parked = r.parked(pool)
+                parked = r.parked(executor)
                 gdb.write("parked tasks: %d\n" % len(parked))
                 for i, f in enumerate(parked):
                     gdb.write("parked %d:\n" % i)
@@ -212,9 +211,9 @@ class _Backtrace(gdb.Command):
         worker, pool = int(args[0]), int(args[1]) if len(args) > 1 else 0
         r = _Reader()
         pools = r.pools()
-        if pool >= len(pools) or worker >= len(pools[pool][1]):
+        if pool >= len(pools) or worker >= len(pools[pool][2]):
             raise gdb.GdbError("magpie: no worker %d in pool %d" % (worker, pool))
-        chain = r.chain(r.running(pools[pool][1][worker]) or 0)
+        chain = r.chain(r.running(pools[pool][2][worker]) or 0)
         if not chain:
             gdb.write("worker %d runs no task\n" % worker)
         _print_chain(chain, "")

@@ -29,6 +29,7 @@ struct magpie_debug_pool {
   void const *pool;            ///< the sched::pool
   std::size_t workers;         ///< entries in `worker`
   magpie_debug_worker *worker; ///< one per worker, by index
+  void const *executor;        ///< the pool as a core::executor (parked tasks' `home`)
 };
 
 /// A task parked on a waiting primitive, a timer or resume_on (trace::track_parked).
