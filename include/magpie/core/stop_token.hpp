@@ -17,8 +17,8 @@ namespace magpie::core {
 #if defined(__cpp_lib_jthread) || defined(MAGPIE_DOXYGEN)
 
 /// The token of a cancellation scope (core/scope.hpp) and of loop_options: std::stop_token where
-/// the standard library provides it (libstdc++ 10+, libc++ 18+). On a library without <stop_token>
-/// (libc++ 16) it is a stand-in with the same names for what the algorithms use —
+/// the standard library provides it (libstdc++ 10+, libc++ 18+). On a library without
+/// `<stop_token>` (libc++ 16) it is a stand-in with the same names for what the algorithms use —
 /// `stop_requested()`, `stop_possible()`, and magpie::stop_source's `get_token()`,
 /// `request_stop()`, `stop_requested()` — but no `stop_callback`. Write `magpie::stop_source` to
 /// compile on both.
