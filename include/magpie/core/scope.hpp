@@ -115,6 +115,14 @@ struct scope_answer {
 struct [[nodiscard("co_await it")]] scope_request {
   using magpie_awaitable = void;
   scope_answer magpie_bind(frame_base &self) const noexcept { return {scope_of(self)}; }
+
+  // Reached only when awaited outside a magpie task (a magpie task binds the request first).
+  template <typename Self = scope_request>
+  void operator co_await() const {
+    static_assert(sizeof(Self) == 0,
+                  "magpie::core::enclosing_scope can only be co_awaited inside a magpie::task "
+                  "coroutine");
+  }
 };
 
 /// The awaitable of this_task::stop_requested() once bound.
@@ -130,6 +138,14 @@ struct [[nodiscard("co_await it")]] stop_request {
   stop_answer magpie_bind(frame_base &self) const noexcept {
     stop_scope const *s = scope_of(self);
     return {s != nullptr && s->stop_requested()};
+  }
+
+  // Reached only when awaited outside a magpie task (a magpie task binds the request first).
+  template <typename Self = stop_request>
+  void operator co_await() const {
+    static_assert(sizeof(Self) == 0,
+                  "magpie::this_task::stop_requested can only be co_awaited inside a magpie::task "
+                  "coroutine; in an algorithm's iteration call magpie::stop_requested()");
   }
 };
 
@@ -214,8 +230,8 @@ auto with_stop(stop_token token, First &&first, Rest &&...rest) {
   if constexpr (detail::is_return_form<First, Rest...>()) {
     return [&]<typename R, typename Fn, typename... Args>(R *ret, Fn &&fn, Args &&...args) {
       static_assert(std::is_same_v<R, detail::value_of<Fn, Args...>>,
-                    "magpie::with_stop: the return pointer must point to the child's value type T "
-                    "(the child returns magpie::task<T>)");
+                    "magpie::with_stop: the return pointer must point to the child's value type "
+                    "T (the child returns magpie::task<T>)");
       return detail::with_stop_request<R, Fn, Args...>{
           std::move(token), ret, std::forward<Fn>(fn), {std::forward<Args>(args)...}};
     }(first, std::forward<Rest>(rest)...);
