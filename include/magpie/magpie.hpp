@@ -22,7 +22,10 @@ using core::fork;
 using core::join;
 using core::stack_alloc;
 using core::stack_array;
+using core::stop_scope;
 using core::task;
+using core::with_stop;
+namespace this_task = core::this_task;
 
 using sched::busy_pool;
 using sched::idle_policy;

@@ -155,6 +155,12 @@ void start_root(Promise *root, root_block *anchor, context &worker, T *value) no
   root->m_handle.resume();
 }
 
+/// Gives every task below `anchor` the cancellation scope `scope` (core/scope.hpp; null: none).
+/// Before the root starts; `scope` must outlive the computation.
+inline void set_scope(root_block &anchor, stop_scope const *scope) noexcept {
+  anchor.m_scope = scope;
+}
+
 /// True if `self` has forked children it has not joined yet. A task may only be suspended away
 /// (resume_on, waiting primitives) outside such a scope.
 inline bool in_fork_join_scope(frame_base const &self) noexcept { return self.m_unjoined; }
