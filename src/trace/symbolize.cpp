@@ -143,9 +143,24 @@ bool ends_with(std::string_view s, std::string_view tail) {
 /// GCC 12 names it `<f>PZ<coroutine>E<n><coroutine>.Frame.actor` (the coroutine's own mangled
 /// name is embedded, its length before it); Clang names it `<coroutine>.resume`.
 std::string coroutine_name(std::string raw) {
-  for (std::string_view suffix : {".cold", ".part.0"}) {
-    if (ends_with(raw, suffix)) {
-      raw.resize(raw.size() - suffix.size());
+  // GCC's clone suffixes (.cold, .part.N, .constprop.N, .isra.N), innermost last.
+  for (bool again = true; again;) {
+    again = false;
+    std::size_t end = raw.size();
+    while (end > 0 && std::isdigit(static_cast<unsigned char>(raw[end - 1])) != 0) {
+      --end;
+    }
+    if (end != raw.size() && end > 0 && raw[end - 1] == '.') {
+      --end; // a clone's number
+    } else {
+      end = raw.size();
+    }
+    for (std::string_view clone : {".cold", ".part", ".constprop", ".isra"}) {
+      if (ends_with(std::string_view(raw).substr(0, end), clone)) {
+        raw.resize(end - clone.size());
+        again = true;
+        break;
+      }
     }
   }
   for (std::string_view suffix : {".Frame.actor", ".Frame.destroy"}) {

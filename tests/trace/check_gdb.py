@@ -21,9 +21,12 @@ def run(cmd):
 
 
 def chain_ok(text, start):
-    """gdb_level_c, b, a as #0, #1, #2 (root) after `start` in text."""
-    pattern = (r"#0 [^\n]*gdb_level_c\(int\)[^\n]*\n\s*#1 [^\n]*gdb_level_b\(int\)[^\n]*\n"
-               r"\s*#2 [^\n]*gdb_level_a\(\)[^\n]*\(root\)")
+    """gdb_level_c, b, a as #0, #1, #2 (root) after `start` in text, each named as written."""
+    name = r"(?:\(anonymous namespace\)::)?"
+    frame = r"  \[frame 0x[0-9a-f]+\]"
+    pattern = (r"#0 " + name + r"gdb_level_c\(int\)" + frame + r"\n\s*#1 " + name +
+               r"gdb_level_b\(int\)" + frame + r"\n\s*#2 " + name + r"gdb_level_a\(\)" + frame +
+               r" \(root\)")
     return re.search(pattern, text[start:]) is not None
 
 

@@ -66,12 +66,12 @@ def _clean(name):
     gcc = re.search(r"::(_Z[\w.]*?)\.Frame\*\)", name)  # GCC: f(f(args)::_Z<f>.Frame*) [clone .actor]
     if gcc:
         try:
-            text = gdb.execute("demangle " + gcc.group(1), to_string=True).strip()
+            text = gdb.execute("demangle -l c++ -- " + gcc.group(1), to_string=True).strip()
             if text:
                 return text
         except gdb.error:
             pass
-    return re.sub(r" \[clone \.(resume|actor|destroy|cleanup|cold)\]", "", name)
+    return re.sub(r" \[clone [^\]]*\]", "", name)  # Clang: f(int) [clone .resume]
 
 
 def _symbol(address):
