@@ -24,6 +24,7 @@ static_assert(sizeof(void *) != 8 ||
                offsetof(magpie_debug_info, parked) == 56 &&
                offsetof(magpie_debug_info, parked_count) == 64 &&
                offsetof(magpie_debug_info, tracking) == 72 &&
+               offsetof(magpie_debug_info, anchor_caller) == 76 &&
                offsetof(magpie_debug_pool, worker) == 24 &&
                offsetof(magpie_debug_pool, executor) == 32 && sizeof(magpie_debug_worker) == 24 &&
                sizeof(magpie_debug_parked) == 16));
@@ -46,6 +47,7 @@ magpie_debug_info magpie_debug = {
     nullptr,
     0,
     0,
+    static_cast<std::uint32_t>(magpie::core::root_block::debug_caller_offset()),
 };
 }
 

@@ -92,6 +92,11 @@ std::vector<task_frame> chain_of(frame_base const *f) {
       break; // a root (its parent is the root_block of whoever waits), or torn data
     }
     f = field<frame_base const>(f, offsetof(frame_base, m_parent));
+    if (f != nullptr && field<frame_base const>(f, offsetof(frame_base, m_parent)) == nullptr) {
+      // A called task whose parent has no parent: with_stop's anchor (core/scope.hpp), whose
+      // handle is the awaiting task's. The chain goes on from that task (root_block::m_caller).
+      f = field<frame_base const>(f, core::root_block::debug_caller_offset());
+    }
   }
   return chain;
 }

@@ -44,7 +44,9 @@ magpie::task<int> chain_level_c(gate *g) {
 
 magpie::task<int> chain_level_b(gate *g) {
   int r = 0;
-  co_await magpie::call(&r, chain_level_c, g);
+  // Through with_stop's anchor: the dump must step over it to b (root_block::m_caller).
+  co_await magpie::with_stop(magpie::stop_token{}, &r, chain_level_c, g);
+  co_await magpie::join();
   co_return r + 2;
 }
 

@@ -35,7 +35,9 @@ magpie::task<int> gdb_level_b(int depth) {
 
 magpie::task<int> gdb_level_a() {
   int r = 0;
-  co_await magpie::call(&r, gdb_level_b, 1);
+  // Through with_stop's anchor: the extension must step over it (root_block::m_caller).
+  co_await magpie::with_stop(magpie::stop_token{}, &r, gdb_level_b, 1);
+  co_await magpie::join();
   co_return r;
 }
 

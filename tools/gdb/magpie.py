@@ -58,6 +58,7 @@ class _Layout:
         self.parked = mem.u64(base + 8)
         self.parked_count = mem.u64(base + 16)
         self.tracking = mem.u32(base + 24)
+        self.anchor_caller = mem.u32(base + 28)
 
 
 def _clean(name):
@@ -146,6 +147,10 @@ class _Reader:
             if kind == L.kind_root or kind > 2:
                 break
             f = m.u64(f + L.frame_parent)
+            if f and m.u64(f + L.frame_parent) == 0:
+                # with_stop's anchor (core/scope.hpp): its handle is the awaiting task's, which
+                # m_caller names; the chain goes on from there.
+                f = m.u64(f + L.anchor_caller)
         return out
 
     def parked(self, home=None):

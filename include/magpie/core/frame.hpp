@@ -183,6 +183,15 @@ struct root_block : frame_base {
   frame_base *m_caller = nullptr;
 
   root_block() = default;
+
+  /// Bytes from a root_block's frame_base to its m_caller, for the task dump and debuggers
+  /// (offsetof is not portable on this non-standard-layout type).
+  static std::size_t debug_caller_offset() noexcept {
+    static root_block const probe;
+    return static_cast<std::size_t>(
+        reinterpret_cast<std::byte const *>(&probe.m_caller) -
+        reinterpret_cast<std::byte const *>(static_cast<frame_base const *>(&probe)));
+  }
   ~root_block() { (void)take_exception(); } // an exception nobody collected dies here
 };
 

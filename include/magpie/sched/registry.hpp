@@ -57,6 +57,9 @@ struct magpie_debug_info {
   magpie_debug_parked *parked;     ///< parked tasks, while trace::track_parked is on
   std::size_t parked_count;        ///< entries in `parked`
   std::uint32_t tracking;          ///< nonzero while trace::track_parked is on
+  /// root_block::m_caller: with_stop's anchor (a root_block whose m_parent is null) points at the
+  /// task awaiting it, where a chain continues.
+  std::uint32_t anchor_caller;
 };
 
 /// The one registry (defined in src/registry.cpp). Changed under a lock; a debugger reads it
