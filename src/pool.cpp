@@ -16,6 +16,7 @@
 
 #include "magpie/core/config.hpp"
 #include "magpie/core/ext.hpp"
+#include "magpie/sched/registry.hpp"
 
 namespace magpie::sched {
 
@@ -303,6 +304,7 @@ pool::pool(pool_options const &options, idle_policy policy)
   for (std::size_t i = 0; i < workers; ++i) {
     m_workers.push_back(std::make_unique<detail::worker>(this, i));
   }
+  registry::add(*this); // diagnostics find the pool (trace::dump, tools/gdb/magpie.py)
   m_thieves.store(workers, std::memory_order_relaxed); // every worker starts as a thief
   try {
     for (auto &w : m_workers) {
@@ -316,6 +318,7 @@ pool::pool(pool_options const &options, idle_policy policy)
     // destructor runs for a half-built pool: stop and join the started workers ourselves, before
     // the members they use are destroyed. Nothing was submitted, so nothing is lost.
     stop_workers();
+    registry::remove(*this);
     throw;
   }
   // Every worker pins itself first: once we return, describe() and pin_error() are final.
@@ -354,6 +357,7 @@ pool::~pool() {
     }
   }
   stop_workers();
+  registry::remove(*this);
 }
 
 void pool::stop_workers() noexcept {
@@ -374,6 +378,17 @@ void pool::stop_workers() noexcept {
 }
 
 std::size_t pool::size() const noexcept { return m_workers.size(); }
+
+core::context const &pool::worker_context(std::size_t i) const noexcept {
+  MAGPIE_CHECK(i < m_workers.size(), "pool::worker_context: no such worker");
+  return m_workers[i]->ctx;
+}
+
+std::size_t pool::in_flight() const noexcept {
+  std::size_t local = m_local_roots.load(std::memory_order_relaxed); // a snapshot: no edge
+  std::lock_guard lock(m_inflight_mutex);
+  return m_inflight + local;
+}
 
 std::vector<core::worker_stats> pool::stats() const {
   std::vector<core::worker_stats> out;

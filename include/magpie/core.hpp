@@ -11,6 +11,8 @@
 #include "magpie/core/ext.hpp"
 #include "magpie/core/fork.hpp"
 #include "magpie/core/frame.hpp"
+#include "magpie/core/scope.hpp"
 #include "magpie/core/stack.hpp"
 #include "magpie/core/stack_alloc.hpp"
+#include "magpie/core/stop_token.hpp"
 #include "magpie/core/task.hpp"

@@ -22,7 +22,10 @@ using core::fork;
 using core::join;
 using core::stack_alloc;
 using core::stack_array;
+using core::stop_scope;
 using core::task;
+using core::with_stop;
+namespace this_task = core::this_task;
 
 using sched::busy_pool;
 using sched::idle_policy;
@@ -78,6 +81,8 @@ using sync::suspend;
 using sync::task_group;
 using sync::unique_guard;
 using sync::unobserved_exception_handler;
+
+using trace::dump; // magpie::dump(pool[, out]): each worker's chain of tasks (trace/dump.hpp)
 
 #if defined(__linux__)
 using io::readable;

@@ -53,9 +53,8 @@ struct find_body {
 };
 
 template <typename I, typename Pred>
-core::task<I> find_if_impl(I first, std::size_t n, Pred pred, loop_options opt,
-                           loop_control const *parent) {
-  loop_control ctl(opt.grain, std::move(opt.stop), parent);
+core::task<I> find_if_impl(I first, std::size_t n, Pred pred, loop_options opt) {
+  loop_control ctl(opt.grain, std::move(opt.stop), co_await core::enclosing_scope());
   find_body<I, Pred> body{first, &pred, {n}};
   co_await core::call(run_loop<find_body<I, Pred>>, &ctl, &body, n);
   co_await core::join();
@@ -65,9 +64,8 @@ core::task<I> find_if_impl(I first, std::size_t n, Pred pred, loop_options opt,
 /// Whether some element satisfies `pred` (Want = true) or fails it (Want = false), negated if
 /// Negate.
 template <bool Want, bool Negate, typename I, typename Pred>
-core::task<bool> exists_impl(I first, std::size_t n, Pred pred, loop_options opt,
-                             loop_control const *parent) {
-  loop_control ctl(opt.grain, std::move(opt.stop), parent);
+core::task<bool> exists_impl(I first, std::size_t n, Pred pred, loop_options opt) {
+  loop_control ctl(opt.grain, std::move(opt.stop), co_await core::enclosing_scope());
   std::atomic<bool> found{false};
   auto body = [&](std::size_t lo, std::size_t hi) {
     for (std::size_t i = lo; i < hi; ++i) {
@@ -93,7 +91,7 @@ struct find_if_fn {
   core::task<I> operator()(I first, I last, Pred pred, loop_options opt = {}) const {
     if constexpr (detail::require_random_access<I>()) {
       return detail::find_if_impl(first, detail::count_between(first, last), std::move(pred),
-                                  std::move(opt), detail::current_loop());
+                                  std::move(opt));
     } else {
       return detail::rejected_iterator<I>();
     }
@@ -104,8 +102,7 @@ struct find_if_fn {
   I operator()(S &s, I first, I last, Pred pred, loop_options opt = {}) const {
     if constexpr (detail::require_random_access<I>()) {
       return sched::sync_wait(s, detail::find_if_impl<I, Pred>, first,
-                              detail::count_between(first, last), std::move(pred), std::move(opt),
-                              detail::current_loop());
+                              detail::count_between(first, last), std::move(pred), std::move(opt));
     } else {
       return first;
     }
@@ -129,7 +126,7 @@ struct exists_fn {
   core::task<bool> operator()(I first, I last, Pred pred, loop_options opt = {}) const {
     if constexpr (require_random_access<I>()) {
       return exists_impl<Want, Negate>(first, count_between(first, last), std::move(pred),
-                                       std::move(opt), current_loop());
+                                       std::move(opt));
     } else {
       return rejected_iterator<bool>();
     }
@@ -138,8 +135,7 @@ struct exists_fn {
   bool operator()(S &s, I first, I last, Pred pred, loop_options opt = {}) const {
     if constexpr (require_random_access<I>()) {
       return sched::sync_wait(s, exists_impl<Want, Negate, I, Pred>, first,
-                              count_between(first, last), std::move(pred), std::move(opt),
-                              current_loop());
+                              count_between(first, last), std::move(pred), std::move(opt));
     } else {
       return false;
     }

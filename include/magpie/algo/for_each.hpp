@@ -27,9 +27,8 @@ namespace magpie::algo {
 namespace detail {
 
 template <typename I, typename Fn>
-core::task<void> for_each_impl(I first, std::size_t n, Fn fn, loop_options opt,
-                               loop_control const *parent) {
-  loop_control ctl(opt.grain, std::move(opt.stop), parent);
+core::task<void> for_each_impl(I first, std::size_t n, Fn fn, loop_options opt) {
+  loop_control ctl(opt.grain, std::move(opt.stop), co_await core::enclosing_scope());
   auto body = [&](std::size_t lo, std::size_t hi) {
     for (std::size_t i = lo; i < hi; ++i) {
       std::invoke(fn, at(first, i));
@@ -40,17 +39,15 @@ core::task<void> for_each_impl(I first, std::size_t n, Fn fn, loop_options opt,
 }
 
 template <typename I, typename Fn>
-core::task<I> for_each_n_impl(I first, std::size_t n, Fn fn, loop_options opt,
-                              loop_control const *parent) {
-  co_await core::call(for_each_impl<I, Fn>, first, n, std::move(fn), std::move(opt), parent);
+core::task<I> for_each_n_impl(I first, std::size_t n, Fn fn, loop_options opt) {
+  co_await core::call(for_each_impl<I, Fn>, first, n, std::move(fn), std::move(opt));
   co_await core::join();
   co_return nth(first, n);
 }
 
 template <typename Int, typename Fn>
-core::task<void> for_range_impl(Int lo, Int hi, Fn fn, loop_options opt,
-                                loop_control const *parent) {
-  loop_control ctl(opt.grain, std::move(opt.stop), parent);
+core::task<void> for_range_impl(Int lo, Int hi, Fn fn, loop_options opt) {
+  loop_control ctl(opt.grain, std::move(opt.stop), co_await core::enclosing_scope());
   auto body = [&](std::size_t a, std::size_t b) {
     for (std::size_t i = a; i < b; ++i) {
       std::invoke(fn, static_cast<Int>(lo + static_cast<Int>(i)));
@@ -62,9 +59,8 @@ core::task<void> for_range_impl(Int lo, Int hi, Fn fn, loop_options opt,
 }
 
 template <typename I, typename O, typename Op>
-core::task<O> transform_impl(I first, std::size_t n, O d_first, Op op, loop_options opt,
-                             loop_control const *parent) {
-  loop_control ctl(opt.grain, std::move(opt.stop), parent);
+core::task<O> transform_impl(I first, std::size_t n, O d_first, Op op, loop_options opt) {
+  loop_control ctl(opt.grain, std::move(opt.stop), co_await core::enclosing_scope());
   auto body = [&](std::size_t lo, std::size_t hi) {
     for (std::size_t i = lo; i < hi; ++i) {
       at(d_first, i) = std::invoke(op, at(first, i));
@@ -77,8 +73,8 @@ core::task<O> transform_impl(I first, std::size_t n, O d_first, Op op, loop_opti
 
 template <typename I1, typename I2, typename O, typename Op>
 core::task<O> transform2_impl(I1 first1, std::size_t n, I2 first2, O d_first, Op op,
-                              loop_options opt, loop_control const *parent) {
-  loop_control ctl(opt.grain, std::move(opt.stop), parent);
+                              loop_options opt) {
+  loop_control ctl(opt.grain, std::move(opt.stop), co_await core::enclosing_scope());
   auto body = [&](std::size_t lo, std::size_t hi) {
     for (std::size_t i = lo; i < hi; ++i) {
       at(d_first, i) = std::invoke(op, at(first1, i), at(first2, i));
@@ -98,7 +94,7 @@ struct for_each_fn {
   core::task<void> operator()(I first, I last, Fn fn, loop_options opt = {}) const {
     if constexpr (detail::require_random_access<I>()) {
       return detail::for_each_impl(first, detail::count_between(first, last), std::move(fn),
-                                   std::move(opt), detail::current_loop());
+                                   std::move(opt));
     } else {
       return detail::rejected_iterator<void>();
     }
@@ -114,7 +110,7 @@ struct for_each_fn {
   void operator()(S &s, I first, I last, Fn fn, loop_options opt = {}) const {
     if constexpr (detail::require_random_access<I>()) {
       sched::sync_wait(s, detail::for_each_impl<I, Fn>, first, detail::count_between(first, last),
-                       std::move(fn), std::move(opt), detail::current_loop());
+                       std::move(fn), std::move(opt));
     }
   }
   /// Blocking form over a range.
@@ -135,7 +131,7 @@ struct for_each_n_fn {
   core::task<I> operator()(I first, N n, Fn fn, loop_options opt = {}) const {
     if constexpr (detail::require_random_access<I>()) {
       return detail::for_each_n_impl(first, n > 0 ? static_cast<std::size_t>(n) : 0, std::move(fn),
-                                     std::move(opt), detail::current_loop());
+                                     std::move(opt));
     } else {
       return detail::rejected_iterator<I>();
     }
@@ -147,7 +143,7 @@ struct for_each_n_fn {
     if constexpr (detail::require_random_access<I>()) {
       return sched::sync_wait(s, detail::for_each_n_impl<I, Fn>, first,
                               n > 0 ? static_cast<std::size_t>(n) : 0, std::move(fn),
-                              std::move(opt), detail::current_loop());
+                              std::move(opt));
     } else {
       return first;
     }
@@ -164,14 +160,13 @@ struct for_range_fn {
   template <std::integral Int, typename Fn>
   core::task<void> operator()(Int lo, std::type_identity_t<Int> hi, Fn fn,
                               loop_options opt = {}) const {
-    return detail::for_range_impl(lo, hi, std::move(fn), std::move(opt), detail::current_loop());
+    return detail::for_range_impl(lo, hi, std::move(fn), std::move(opt));
   }
   /// Blocking, from a plain thread: runs on scheduler `s` and returns when every started iteration
   /// has finished, rethrowing the first exception.
   template <sched::scheduler S, std::integral Int, typename Fn>
   void operator()(S &s, Int lo, std::type_identity_t<Int> hi, Fn fn, loop_options opt = {}) const {
-    sched::sync_wait(s, detail::for_range_impl<Int, Fn>, lo, hi, std::move(fn), std::move(opt),
-                     detail::current_loop());
+    sched::sync_wait(s, detail::for_range_impl<Int, Fn>, lo, hi, std::move(fn), std::move(opt));
   }
 };
 
@@ -187,7 +182,7 @@ struct transform_fn {
   core::task<O> operator()(I first, I last, O d_first, Op op, loop_options opt = {}) const {
     if constexpr (detail::require_random_access<I>() && detail::require_random_access<O>()) {
       return detail::transform_impl(first, detail::count_between(first, last), d_first,
-                                    std::move(op), std::move(opt), detail::current_loop());
+                                    std::move(op), std::move(opt));
     } else {
       return detail::rejected_iterator<O>();
     }
@@ -201,7 +196,7 @@ struct transform_fn {
     if constexpr (detail::require_random_access<I1>() && detail::require_random_access<I2>() &&
                   detail::require_random_access<O>()) {
       return detail::transform2_impl(first1, detail::count_between(first1, last1), first2, d_first,
-                                     std::move(op), std::move(opt), detail::current_loop());
+                                     std::move(op), std::move(opt));
     } else {
       return detail::rejected_iterator<O>();
     }
@@ -214,7 +209,7 @@ struct transform_fn {
     if constexpr (detail::require_random_access<I>() && detail::require_random_access<O>()) {
       return sched::sync_wait(s, detail::transform_impl<I, O, Op>, first,
                               detail::count_between(first, last), d_first, std::move(op),
-                              std::move(opt), detail::current_loop());
+                              std::move(opt));
     } else {
       return d_first;
     }
@@ -229,7 +224,7 @@ struct transform_fn {
                   detail::require_random_access<O>()) {
       return sched::sync_wait(s, detail::transform2_impl<I1, I2, O, Op>, first1,
                               detail::count_between(first1, last1), first2, d_first, std::move(op),
-                              std::move(opt), detail::current_loop());
+                              std::move(opt));
     } else {
       return d_first;
     }

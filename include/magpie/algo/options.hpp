@@ -28,17 +28,19 @@ struct loop_options {
 
 /// True when the algorithm whose iteration is running on this thread has been asked to stop:
 /// by its stop token, by an exception thrown by another of its iterations, by find_if / any_of /
-/// all_of having found their answer, or by a stop of an enclosing algorithm (one whose iteration
-/// started this algorithm). False outside the iterations of magpie's algorithms.
+/// all_of having found their answer, or by a stop of an enclosing cancellation scope (with_stop,
+/// a task_group with a token, an enclosing algorithm). False outside the iterations of magpie's
+/// algorithms. Inside a task (not an iteration), ask `co_await
+/// magpie::this_task::stop_requested()`.
 ///
-/// How it finds the algorithm: a thread-local pointer that a worker sets while it runs a chunk of
-/// iterations and restores afterwards (iterations are plain, synchronous callables, so the
-/// pointer is valid for exactly as long as the iteration runs on this thread). Cost: a
-/// thread-local load and two to four relaxed/acquire loads. Any thread may race with a stop
+/// How it finds the algorithm: a thread-local pointer to its scope that a worker sets while it
+/// runs a chunk of iterations and restores afterwards (iterations are plain, synchronous
+/// callables, so the pointer is valid for exactly as long as the iteration runs on this thread).
+/// Cost: a thread-local load and two loads per scope on the chain. Any thread may race with a stop
 /// request: the answer is a snapshot, and once true it stays true.
 inline bool stop_requested() noexcept {
-  detail::loop_control const *c = detail::current_loop();
-  return c != nullptr && c->stopped();
+  core::stop_scope const *s = core::detail::thread_scope();
+  return s != nullptr && s->stop_requested();
 }
 
 } // namespace magpie::algo

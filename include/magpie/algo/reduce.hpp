@@ -27,14 +27,14 @@ namespace magpie::algo {
 namespace detail {
 
 template <typename I, typename T, typename Op, typename Tr>
-core::task<T> transform_reduce_impl(I first, std::size_t n, T init, Op op, Tr tr, loop_options opt,
-                                    loop_control const *parent) {
+core::task<T> transform_reduce_impl(I first, std::size_t n, T init, Op op, Tr tr,
+                                    loop_options opt) {
   if (n == 0) {
     co_return init;
   }
   block_plan const plan = plan_blocks(n, opt.grain);
   auto partial = co_await core::stack_alloc<std::optional<T>>(plan.count);
-  loop_control ctl(0, std::move(opt.stop), parent);
+  loop_control ctl(0, std::move(opt.stop), co_await core::enclosing_scope());
   auto body = [&](std::size_t lo, std::size_t hi) {
     for (std::size_t b = lo; b < hi; ++b) {
       partial[b].emplace(block_reduce<T>(nth(first, plan.begin(b)), plan.length(b, n), op, tr));
@@ -63,7 +63,7 @@ struct transform_reduce_fn {
     if constexpr (detail::require_random_access<I>()) {
       return detail::transform_reduce_impl(first, detail::count_between(first, last),
                                            std::move(init), std::move(op), std::move(tr),
-                                           std::move(opt), detail::current_loop());
+                                           std::move(opt));
     } else {
       return detail::rejected_iterator<T>();
     }
@@ -76,7 +76,7 @@ struct transform_reduce_fn {
     if constexpr (detail::require_random_access<I>()) {
       return sched::sync_wait(s, detail::transform_reduce_impl<I, T, Op, Tr>, first,
                               detail::count_between(first, last), std::move(init), std::move(op),
-                              std::move(tr), std::move(opt), detail::current_loop());
+                              std::move(tr), std::move(opt));
     } else {
       return init;
     }

@@ -52,14 +52,14 @@ void scan_block(I in, O out, std::size_t len, std::optional<T> carry, Op &op) {
 
 template <bool Inclusive, typename I, typename O, typename T, typename Op>
 core::task<O> scan_impl(I first, std::size_t n, O d_first, std::optional<T> init, Op op,
-                        loop_options opt, loop_control const *parent) {
+                        loop_options opt) {
   if (n == 0) {
     co_return d_first;
   }
   block_plan const plan = plan_blocks(n, opt.grain);
   // offset[b]: what block b starts from (block sums first, then prefixes in place).
   auto offset = co_await core::stack_alloc<std::optional<T>>(plan.count);
-  loop_control ctl(0, std::move(opt.stop), parent);
+  loop_control ctl(0, std::move(opt.stop), co_await core::enclosing_scope());
   identity id;
   auto up = [&](std::size_t lo, std::size_t hi) {
     for (std::size_t b = lo; b < hi; ++b) {
@@ -111,7 +111,7 @@ struct inclusive_scan_fn {
     if constexpr (detail::require_random_access<I>() && detail::require_random_access<O>()) {
       return detail::scan_impl<true>(first, detail::count_between(first, last), d_first,
                                      std::optional<detail::scan_value_t<I>>(), std::move(op),
-                                     std::move(opt), detail::current_loop());
+                                     std::move(opt));
     } else {
       return detail::rejected_iterator<O>();
     }
@@ -125,7 +125,7 @@ struct inclusive_scan_fn {
       using T = detail::scan_value_t<I>;
       return sched::sync_wait(s, detail::scan_impl<true, I, O, T, Op>, first,
                               detail::count_between(first, last), d_first, std::optional<T>(),
-                              std::move(op), std::move(opt), detail::current_loop());
+                              std::move(op), std::move(opt));
     } else {
       return d_first;
     }
@@ -137,8 +137,7 @@ struct inclusive_scan_fn {
     if constexpr (detail::require_random_access<I>() && detail::require_random_access<O>()) {
       return sched::sync_wait(s, detail::scan_impl<true, I, O, T, Op>, first,
                               detail::count_between(first, last), d_first,
-                              std::optional<T>(std::move(init)), std::move(op), std::move(opt),
-                              detail::current_loop());
+                              std::optional<T>(std::move(init)), std::move(op), std::move(opt));
     } else {
       return d_first;
     }
@@ -167,7 +166,7 @@ struct exclusive_scan_fn {
     if constexpr (detail::require_random_access<I>() && detail::require_random_access<O>()) {
       return detail::scan_impl<false>(first, detail::count_between(first, last), d_first,
                                       std::optional<T>(std::move(init)), std::move(op),
-                                      std::move(opt), detail::current_loop());
+                                      std::move(opt));
     } else {
       return detail::rejected_iterator<O>();
     }
@@ -180,8 +179,7 @@ struct exclusive_scan_fn {
     if constexpr (detail::require_random_access<I>() && detail::require_random_access<O>()) {
       return sched::sync_wait(s, detail::scan_impl<false, I, O, T, Op>, first,
                               detail::count_between(first, last), d_first,
-                              std::optional<T>(std::move(init)), std::move(op), std::move(opt),
-                              detail::current_loop());
+                              std::optional<T>(std::move(init)), std::move(op), std::move(opt));
     } else {
       return d_first;
     }

@@ -92,9 +92,8 @@ core::task<void> quicksort(loop_control *ctl, I first, std::size_t n, Comp *comp
 }
 
 template <typename I, typename Comp>
-core::task<void> sort_impl(I first, std::size_t n, Comp comp, loop_options opt,
-                           loop_control const *parent) {
-  loop_control ctl(opt.grain, std::move(opt.stop), parent);
+core::task<void> sort_impl(I first, std::size_t n, Comp comp, loop_options opt) {
+  loop_control ctl(opt.grain, std::move(opt.stop), co_await core::enclosing_scope());
   std::size_t const base = opt.grain != 0 ? opt.grain : sort_base;
   int const depth = 2 * static_cast<int>(std::bit_width(n));
   co_await core::call(quicksort<I, Comp>, &ctl, first, n, &comp, base, depth);
@@ -175,8 +174,7 @@ core::task<void> merge_sort(loop_control *ctl, I first, T *buf, std::size_t n, C
 }
 
 template <typename I, typename Comp>
-core::task<void> stable_sort_impl(I first, std::size_t n, Comp comp, loop_options opt,
-                                  loop_control const *parent) {
+core::task<void> stable_sort_impl(I first, std::size_t n, Comp comp, loop_options opt) {
   using T = std::iter_value_t<I>;
   static_assert(std::default_initializable<T>,
                 "magpie::stable_sort needs a default-constructible value_type (it merges through "
@@ -184,7 +182,7 @@ core::task<void> stable_sort_impl(I first, std::size_t n, Comp comp, loop_option
   if (n < 2) {
     co_return;
   }
-  loop_control ctl(opt.grain, std::move(opt.stop), parent);
+  loop_control ctl(opt.grain, std::move(opt.stop), co_await core::enclosing_scope());
   std::size_t const base = opt.grain != 0 ? opt.grain : sort_base;
   std::unique_ptr<T[]> buf(new T[n]); // freed after the join below (every task has finished)
   co_await core::call(merge_sort<false, I, T, Comp>, &ctl, first, buf.get(), n, &comp, base);
@@ -199,11 +197,9 @@ struct sort_fn {
   core::task<void> operator()(I first, I last, Comp comp = {}, loop_options opt = {}) const {
     if constexpr (require_random_access<I>()) {
       if constexpr (Stable) {
-        return stable_sort_impl(first, count_between(first, last), std::move(comp), std::move(opt),
-                                current_loop());
+        return stable_sort_impl(first, count_between(first, last), std::move(comp), std::move(opt));
       } else {
-        return sort_impl(first, count_between(first, last), std::move(comp), std::move(opt),
-                         current_loop());
+        return sort_impl(first, count_between(first, last), std::move(comp), std::move(opt));
       }
     } else {
       return rejected_iterator<void>();
@@ -214,10 +210,10 @@ struct sort_fn {
     if constexpr (require_random_access<I>()) {
       if constexpr (Stable) {
         sched::sync_wait(s, stable_sort_impl<I, Comp>, first, count_between(first, last),
-                         std::move(comp), std::move(opt), current_loop());
+                         std::move(comp), std::move(opt));
       } else {
         sched::sync_wait(s, sort_impl<I, Comp>, first, count_between(first, last), std::move(comp),
-                         std::move(opt), current_loop());
+                         std::move(opt));
       }
     }
   }

@@ -167,6 +167,8 @@ public:
 
   /// Owner only: the worker's segmented stack, where the frames of the tasks it runs live.
   core::stack &stack() noexcept { return m_stack; }
+  /// The stack, for diagnostics (trace::dump reads its fields through stack::debug_top()).
+  core::stack const &stack() const noexcept { return m_stack; }
   /// Owner only: the deque of this worker's stealable continuations.
   deque<frame_base *> &tasks() noexcept { return m_tasks; }
   /// Any thread: the stealing view of tasks().

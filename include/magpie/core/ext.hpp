@@ -12,6 +12,7 @@
 // task's stacklet chain, and when) is docs/protocols.md §3 ("stack hand-off") and §8
 // ("Suspension").
 
+#include <atomic>
 #include <coroutine>
 #include <cstddef>
 #include <limits>
@@ -47,6 +48,26 @@ private:
   executor *m_home = nullptr;
 };
 
+/// Diagnostics' view of suspensions (trace::track_parked keeps its list of parked tasks with
+/// it): `parked` is called by park() before the task is published, `resumed` by resume() and
+/// resume_here() before the task runs again, both on the calling worker's thread. They must not
+/// throw, park or resume tasks. While none is installed, park and resume pay one load and a
+/// branch; fork, call and join never look at them.
+struct park_hooks {
+  void (*parked)(frame_base const &task, executor *home) noexcept; ///< `home`: the task's executor
+  void (*resumed)(frame_base const &task) noexcept;                ///< the task is about to run
+};
+
+/// The installed hooks, or null (internal: use set_park_hooks). The table must outlive every
+/// park and resume that may load it (a static one: trace::track_parked's).
+inline std::atomic<park_hooks const *> installed_park_hooks{nullptr};
+
+/// Installs `h` (null: none); returns the previous table. Calls in progress may still use the
+/// previous table, which must therefore stay alive (static storage).
+inline park_hooks const *set_park_hooks(park_hooks const *h) noexcept {
+  return installed_park_hooks.exchange(h, std::memory_order_acq_rel); // pairs with the loads below
+}
+
 /// Inside an awaitable's await_suspend: detaches the awaiting task `self` from its worker. The
 /// task takes the worker's current chain (its frame and its callers' frames live on it); the
 /// worker continues on a spare chain or a fresh small one. After this call, publish the handle
@@ -58,6 +79,10 @@ inline task_handle park(frame_base &self) noexcept {
   context *const ctx = self.m_ctx;
   ctx->bump(counter::parks);
   ctx->observe(event::park);
+  // acquire: pairs with set_park_hooks (the hooks' state is visible before we call them)
+  if (park_hooks const *h = installed_park_hooks.load(std::memory_order_acquire)) [[unlikely]] {
+    h->parked(self, ctx->home());
+  }
   self.m_stack = ctx->release_stack(/*parked=*/true);
   return {&self, ctx->home()};
 }
@@ -78,6 +103,10 @@ inline void resume(task_handle t, context &worker) noexcept {
   frame_base *f = t.m_frame;
   MAGPIE_ASSERT(f != nullptr, "internal: resumed an empty task_handle");
   worker.observe(event::resume);
+  // acquire: pairs with set_park_hooks (the hooks' state is visible before we call them)
+  if (park_hooks const *h = installed_park_hooks.load(std::memory_order_acquire)) [[unlikely]] {
+    h->resumed(*f);
+  }
   worker.adopt_stack(f->m_stack);
   f->m_stack = nullptr;
   f->m_ctx = &worker;
@@ -91,6 +120,10 @@ inline void resume(task_handle t, context &worker) noexcept {
 inline std::coroutine_handle<> resume_here(task_handle t, context &worker) noexcept {
   frame_base *f = t.m_frame;
   worker.observe(event::resume);
+  // acquire: pairs with set_park_hooks (the hooks' state is visible before we call them)
+  if (park_hooks const *h = installed_park_hooks.load(std::memory_order_acquire)) [[unlikely]] {
+    h->resumed(*f);
+  }
   worker.adopt_stack(f->m_stack);
   f->m_stack = nullptr;
   f->m_ctx = &worker;
@@ -120,6 +153,12 @@ void start_root(Promise *root, root_block *anchor, context &worker, T *value) no
   worker.bump(counter::roots);
   worker.observe(event::root);
   root->m_handle.resume();
+}
+
+/// Gives every task below `anchor` the cancellation scope `scope` (core/scope.hpp; null: none).
+/// Before the root starts; `scope` must outlive the computation.
+inline void set_scope(root_block &anchor, stop_scope const *scope) noexcept {
+  anchor.m_scope = scope;
 }
 
 /// True if `self` has forked children it has not joined yet. A task may only be suspended away

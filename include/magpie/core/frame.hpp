@@ -17,6 +17,7 @@
 namespace magpie::core {
 
 class context;
+class stop_scope;
 
 /// How a task was started: its final suspend does different things for each.
 enum class frame_kind : std::uint8_t {
@@ -174,8 +175,23 @@ struct root_block : frame_base {
   /// Called exactly once, on the worker that completes the root task, after its frame is freed.
   /// After it returns the block may be gone.
   void (*m_on_complete)(root_block *) noexcept = nullptr;
+  /// The cancellation scope of every task below this anchor (null: none; core/scope.hpp). Set
+  /// before the first task below it starts; never changed while one runs.
+  stop_scope const *m_scope = nullptr;
+  /// For with_stop's anchor, which sits between a task and its child: that task (async
+  /// backtraces continue there). Null for the root of a computation.
+  frame_base *m_caller = nullptr;
 
   root_block() = default;
+
+  /// Bytes from a root_block's frame_base to its m_caller, for the task dump and debuggers
+  /// (offsetof is not portable on this non-standard-layout type).
+  static std::size_t debug_caller_offset() noexcept {
+    static root_block const probe;
+    return static_cast<std::size_t>(
+        reinterpret_cast<std::byte const *>(&probe.m_caller) -
+        reinterpret_cast<std::byte const *>(static_cast<frame_base const *>(&probe)));
+  }
   ~root_block() { (void)take_exception(); } // an exception nobody collected dies here
 };
 

@@ -94,6 +94,15 @@ public:
   std::byte *end() noexcept { return base() + m_capacity; }
   /// Usable bytes after the header.
   std::size_t capacity() const noexcept { return m_capacity; }
+  /// For diagnostics only (trace::dump, tools/gdb/magpie.py): the bump pointer this stacklet
+  /// saved when it stopped being the top of a live stack. Racy if read by another thread.
+  std::byte *saved_sp() const noexcept { return m_saved_sp; }
+  /// For debuggers: the offset of the link to the stacklet below.
+  static constexpr std::size_t debug_prev_offset() noexcept { return offsetof(stacklet, m_prev); }
+  /// For debuggers: the offset of the saved bump pointer (saved_sp()).
+  static constexpr std::size_t debug_saved_sp_offset() noexcept {
+    return offsetof(stacklet, m_saved_sp);
+  }
   /// The segment below this one, or null for a chain's first.
   stacklet *prev() const noexcept { return m_prev; }
 
@@ -263,6 +272,12 @@ public:
     m_sp = top->m_saved_sp;
     m_end = top->end();
   }
+
+  /// For diagnostics only (trace::dump, tools/gdb/magpie.py): where this stack keeps its top
+  /// stacklet and its bump pointer. Another thread reading through them races with the owner.
+  stacklet *const *debug_top() const noexcept { return &m_top; }
+  /// See debug_top().
+  std::byte *const *debug_sp() const noexcept { return &m_sp; }
 
   /// Any thread: stacklets this stack has allocated (a relaxed snapshot).
   std::uint64_t stacklets_created() const noexcept {

@@ -6,6 +6,7 @@
 //     co_await magpie::readable(fd);                     // suspends; the worker does other work
 //   }
 //   if (!co_await magpie::writable(fd, 100ms)) { ... }   // false: the deadline passed first
+//   (with GCC 12.2, bind the result to a variable first: docs/guarantees.md, L3b)
 //
 // `readable(fd)` / `writable(fd)` suspend the task until the descriptor is ready for reading /
 // writing — or has an error or a hang-up, which the next read or write reports — and resubmit it

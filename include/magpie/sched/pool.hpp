@@ -175,6 +175,12 @@ public:
   /// Per-worker counters (a racy snapshot; exact once the pool is idle). Any thread, any time.
   /// trace::counters(pool) sums them and prints them as a table or JSON.
   std::vector<core::worker_stats> stats() const;
+  /// Worker `i`'s context, for diagnostics (trace::dump reads its stack; any thread may call
+  /// its thread-safe members: stats(), index()). Precondition: i < size().
+  core::context const &worker_context(std::size_t i) const noexcept;
+  /// Work in flight: roots submitted and not yet finished, submissions from tasks not yet queued,
+  /// and tasks parked on this pool's workers (a racy snapshot; takes a short lock). Any thread.
+  std::size_t in_flight() const noexcept;
   /// Roots submitted to this pool so far (sync_wait, spawn, task groups). Any thread.
   std::uint64_t roots_submitted() const noexcept {
     return m_roots_submitted.load(std::memory_order_relaxed); // a statistic: no edge
@@ -254,7 +260,7 @@ private:
 
   std::mutex m_sleep_mutex; // guards each worker's asleep/notified flags
 
-  std::mutex m_inflight_mutex;
+  mutable std::mutex m_inflight_mutex;
   std::condition_variable m_inflight_cv;
   std::size_t m_inflight = 0; // roots, submissions from tasks, and parked tasks (holds)
   std::size_t m_parked = 0;   // of which parked tasks (for the destructor's diagnostic)

@@ -19,6 +19,7 @@
 #include "magpie/core/ext.hpp"
 #include "magpie/core/fork.hpp"
 #include "magpie/core/frame.hpp"
+#include "magpie/core/scope.hpp"
 #include "magpie/core/task.hpp"
 #include "magpie/sched/job.hpp"
 
@@ -115,6 +116,9 @@ core::async_result_t<Fn, Args...> sync_wait(S &s, Fn &&fn, Args &&...args) {
                            "wait for itself; inside a task use co_await magpie::call(...) instead");
   }
   detail::root_job<Fn, Args...> root(std::forward<Fn>(fn), std::forward<Args>(args)...);
+  // Called from an algorithm's iteration: the root and its descendants are inside that
+  // algorithm's cancellation scope (which outlives this call).
+  core::ext::set_scope(root, core::detail::thread_scope());
   s.submit_root(&root); // may throw (e.g. pool_closed)
   root.wait();
   s.finish_root();

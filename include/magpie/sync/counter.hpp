@@ -25,6 +25,7 @@
 
 #include "magpie/core/config.hpp"
 #include "magpie/core/context.hpp"
+#include "magpie/core/ext.hpp"
 #include "magpie/core/frame.hpp"
 #include "magpie/sched/pool.hpp"
 #include "magpie/sync/detail/spawned.hpp"
@@ -80,10 +81,13 @@ struct counted_state : spawned {
   struct init {
     sched::pool *pool;
     counter *count;
-    task_group *group; ///< where an exception goes, or null (the unobserved handler)
+    task_group *group;             ///< where an exception goes, or null (the unobserved handler)
+    core::stop_scope const *scope; ///< the cancellation scope of the task (the group's), or null
   };
   explicit counted_state(init const &i) noexcept
-      : spawned(*i.pool, 1), m_count(i.count), m_group(i.group) {}
+      : spawned(*i.pool, 1), m_count(i.count), m_group(i.group) {
+    core::ext::set_scope(*this, i.scope); // before the job is submitted
+  }
 
 protected:
   void finished() noexcept override; // below, once counter and task_group are complete
@@ -214,12 +218,12 @@ bool zero_awaitable<Owner>::try_or_enqueue(waiter &w) {
 
 /// spawn against a counter (and a group, for its exceptions).
 template <typename Fn, typename... Args>
-void spawn_counted(sched::pool &p, sched::priority prio, counter &c, task_group *g, Fn &&fn,
-                   Args &&...args) {
+void spawn_counted(sched::pool &p, sched::priority prio, counter &c, task_group *g,
+                   core::stop_scope const *scope, Fn &&fn, Args &&...args) {
   static_assert(check_spawnable<Fn, Args...>());
   c.add(1); // before the task can finish
   try {
-    launch<counted_state>(p, prio, counted_state::init{&p, &c, g}, std::forward<Fn>(fn),
+    launch<counted_state>(p, prio, counted_state::init{&p, &c, g, scope}, std::forward<Fn>(fn),
                           std::forward<Args>(args)...);
   } catch (...) {
     c.count_down(1);
@@ -234,13 +238,14 @@ void spawn_counted(sched::pool &p, sched::priority prio, counter &c, task_group 
 /// task. Throws as spawn does (then `c` is unchanged).
 template <typename Fn, typename... Args>
 void spawn(sched::pool &pool, sched::priority prio, counter &c, Fn &&fn, Args &&...args) {
-  detail::spawn_counted(pool, prio, c, nullptr, std::forward<Fn>(fn), std::forward<Args>(args)...);
+  detail::spawn_counted(pool, prio, c, nullptr, nullptr, std::forward<Fn>(fn),
+                        std::forward<Args>(args)...);
 }
 
 /// As spawn(pool, priority::normal, c, fn, args...).
 template <typename Fn, typename... Args>
 void spawn(sched::pool &pool, counter &c, Fn &&fn, Args &&...args) {
-  detail::spawn_counted(pool, sched::priority::normal, c, nullptr, std::forward<Fn>(fn),
+  detail::spawn_counted(pool, sched::priority::normal, c, nullptr, nullptr, std::forward<Fn>(fn),
                         std::forward<Args>(args)...);
 }
 

@@ -30,6 +30,7 @@
 
 #include "magpie/core/config.hpp"
 #include "magpie/core/context.hpp"
+#include "magpie/core/scope.hpp"
 #include "magpie/sched/pool.hpp"
 #include "magpie/sync/counter.hpp"
 #include "magpie/sync/detail/spawned.hpp"
@@ -47,6 +48,16 @@ public:
   /// A group whose children run on `pool` at priority `prio` by default.
   explicit task_group(sched::pool &pool, sched::priority prio = sched::priority::normal) noexcept
       : m_pool(&pool), m_priority(prio) {}
+  /// A group on `pool` whose children, and every task they start, are inside a cancellation
+  /// scope (core/scope.hpp) that stops when `token` is asked to stop or request_stop() is called:
+  /// they see it with `co_await magpie::this_task::stop_requested()`, and the algorithms they run
+  /// skip iterations not yet started. Children spawned after the stop still run (and see it).
+  task_group(sched::pool &pool, core::stop_token token,
+             sched::priority prio = sched::priority::normal) noexcept
+      : m_pool(&pool), m_priority(prio), m_scope(std::move(token)) {}
+  /// Inside a task: as task_group(pool, token, prio) on the task's own pool.
+  explicit task_group(core::stop_token token, sched::priority prio = sched::priority::normal)
+      : m_pool(current_pool()), m_priority(prio), m_scope(std::move(token)) {}
   task_group(task_group const &) = delete;
   task_group &operator=(task_group const &) = delete;
   /// See the top of this file.
@@ -66,13 +77,13 @@ public:
   /// (then nothing was started).
   template <typename Fn, typename... Args>
   void spawn(Fn &&fn, Args &&...args) {
-    detail::spawn_counted(*m_pool, m_priority, m_count, this, std::forward<Fn>(fn),
+    detail::spawn_counted(*m_pool, m_priority, m_count, this, &m_scope, std::forward<Fn>(fn),
                           std::forward<Args>(args)...);
   }
   /// As spawn(fn, args...), at priority `prio`.
   template <typename Fn, typename... Args>
   void spawn(sched::priority prio, Fn &&fn, Args &&...args) {
-    detail::spawn_counted(*m_pool, prio, m_count, this, std::forward<Fn>(fn),
+    detail::spawn_counted(*m_pool, prio, m_count, this, &m_scope, std::forward<Fn>(fn),
                           std::forward<Args>(args)...);
   }
 
@@ -96,6 +107,14 @@ public:
   std::size_t dropped_exceptions() const noexcept {
     return m_dropped.load(std::memory_order_relaxed); // a statistic: no edge
   }
+
+  /// Stops the group's cancellation scope: its children (running, and spawned later) see
+  /// `co_await magpie::this_task::stop_requested()` true. Any thread; idempotent. A group made
+  /// without a token can be stopped too.
+  void request_stop() noexcept { m_scope.request_stop(); }
+
+  /// Whether the group's scope has been stopped (its token, or request_stop()).
+  [[nodiscard]] bool stop_requested() const noexcept { return m_scope.stop_requested(); }
 
   /// The pool the children run on.
   sched::pool &pool() const noexcept { return *m_pool; }
@@ -142,7 +161,8 @@ private:
   std::mutex m_error_mutex;
   std::exception_ptr m_first; // guarded by m_error_mutex
   std::atomic<std::size_t> m_dropped{0};
-  counter m_count; // last: destroyed first, after which no child touches the group
+  core::stop_scope m_scope; // outlives the children: m_count is destroyed (waited for) first
+  counter m_count;          // last: destroyed first, after which no child touches the group
 };
 
 namespace detail {

@@ -1,6 +1,6 @@
 #pragma once
 // magpie/algo/detail/control.hpp — the state one call of a parallel algorithm shares among its
-// tasks: cancellation (a stop token, an internal stop flag, the enclosing algorithm's control),
+// tasks: cancellation (a scope: the stop token, an internal stop flag, the enclosing scope),
 // the first exception, and the adaptive chunk size. See docs/algorithms.md.
 
 #include <atomic>
@@ -11,34 +11,22 @@
 
 #include "magpie/algo/stop_token.hpp"
 #include "magpie/core/config.hpp"
+#include "magpie/core/scope.hpp"
 
 namespace magpie::algo::detail {
 
-class loop_control;
-
-inline thread_local loop_control const *tls_current_loop = nullptr;
-
-/// The control of the algorithm whose chunk is running on this thread, or null. Out of line, like
-/// core::this_context(): Clang may otherwise cache a thread_local's address across a suspension.
-MAGPIE_NOINLINE inline loop_control const *current_loop() noexcept { return tls_current_loop; }
-
-/// Installs `c` as this thread's running algorithm; returns the previous one.
-MAGPIE_NOINLINE inline loop_control const *set_current_loop(loop_control const *c) noexcept {
-  loop_control const *old = tls_current_loop;
-  tls_current_loop = c;
-  return old;
-}
-
-/// Sets this thread's running algorithm for one chunk (synchronous code: no suspension inside).
+/// Sets this thread's cancellation scope to an algorithm's for one chunk (synchronous code: no
+/// suspension inside), so that magpie::stop_requested() and sync_wait see it.
 class current_loop_scope {
 public:
-  explicit current_loop_scope(loop_control const *c) noexcept : m_old(set_current_loop(c)) {}
+  explicit current_loop_scope(core::stop_scope const *s) noexcept
+      : m_old(core::detail::set_thread_scope(s)) {}
   current_loop_scope(current_loop_scope const &) = delete;
   current_loop_scope &operator=(current_loop_scope const &) = delete;
-  ~current_loop_scope() { set_current_loop(m_old); }
+  ~current_loop_scope() { core::detail::set_thread_scope(m_old); }
 
 private:
-  loop_control const *m_old;
+  core::stop_scope const *m_old;
 };
 
 /// Chunk durations the adaptive policy aims for (docs/algorithms.md, "Adaptive splitting"): a
@@ -51,28 +39,22 @@ inline constexpr unsigned resample_every = 64;
 
 class loop_control {
 public:
-  /// `grain` 0 = adaptive chunks; `parent`: the enclosing algorithm's control (may be null).
-  loop_control(std::size_t grain, stop_token token, loop_control const *parent) noexcept
-      : m_parent(parent), m_token(std::move(token)), m_chunk(grain == 0 ? 1 : grain),
-        m_settled(grain != 0), m_fixed(grain != 0) {}
+  /// `grain` 0 = adaptive chunks; `outer`: the cancellation scope around the algorithm (null:
+  /// none), found with `co_await core::enclosing_scope()`.
+  loop_control(std::size_t grain, stop_token token, core::stop_scope const *outer) noexcept
+      : m_scope(std::move(token), outer), m_chunk(grain == 0 ? 1 : grain), m_settled(grain != 0),
+        m_fixed(grain != 0) {}
   loop_control(loop_control const &) = delete;
   loop_control &operator=(loop_control const &) = delete;
 
   /// Any thread: whether iterations not yet started should be skipped.
-  bool stopped() const noexcept {
-    for (loop_control const *c = this; c != nullptr; c = c->m_parent) {
-      // relaxed: a hint that ends the loop early; results travel through the join.
-      if (c->m_stop.load(std::memory_order_relaxed) || c->m_token.stop_requested()) {
-        return true;
-      }
-    }
-    return false;
-  }
+  bool stopped() const noexcept { return m_scope.stop_requested(); }
 
-  /// Any thread: stops this algorithm (not its parent). Idempotent.
-  void request_stop() noexcept {
-    m_stop.store(true, std::memory_order_relaxed); // no edge: see stopped()
-  }
+  /// Any thread: stops this algorithm (not its enclosing scopes). Idempotent.
+  void request_stop() noexcept { m_scope.request_stop(); }
+
+  /// The algorithm's cancellation scope: its token and internal stop, inside `outer`.
+  core::stop_scope const *scope() const noexcept { return &m_scope; }
 
   /// Any thread: records `e` if it is the first exception, and stops the algorithm. A later one is
   /// destroyed here (exactly one reaches the caller; none is leaked).
@@ -123,13 +105,12 @@ public:
   bool fixed() const noexcept { return m_fixed; }
 
 private:
-  loop_control const *m_parent;
-  stop_token m_token;
   // Padding, not alignas: the control lives in a coroutine frame on magpie's stack, which is only
-  // 16-byte aligned. 64 bytes apart, the read-mostly fields, the stop flag and the chunk size that
-  // calibration writes never share a cache line.
+  // 16-byte aligned. 64 bytes apart, the scope (read by every chunk, written once by a stop), the
+  // failure slot and the chunk size that calibration writes never share a cache line.
   [[maybe_unused]] char m_pad0[64] = {};
-  std::atomic<bool> m_stop{false};
+  core::stop_scope m_scope;
+  [[maybe_unused]] char m_padS[64] = {};
   std::atomic<bool> m_failed{false};
   std::exception_ptr m_error; // written once, by the winner of m_failed
   [[maybe_unused]] char m_pad1[64] = {};

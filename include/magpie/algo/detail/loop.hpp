@@ -54,7 +54,7 @@ core::task<void> split_range(loop_control *ctl, Body const *body, std::size_t lo
     auto const t0 =
         timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     try {
-      current_loop_scope scope(ctl);
+      current_loop_scope scope(ctl->scope());
       (*body)(lo, end);
     } catch (...) {
       ctl->fail(std::current_exception());
