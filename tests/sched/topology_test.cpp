@@ -320,14 +320,20 @@ TEST(topology, roots_prefer_the_submitters_worker) {
   if (pool.pin_error(1) != 0 || magpie::sched::pin_this_thread(cpu) != 0) {
     GTEST_SKIP() << "the kernel refused to pin: cannot test locality here";
   }
-  int on_submitters_cpu = 0;
-  for (int k = 0; k < 20; ++k) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5)); // the workers go idle
-    on_submitters_cpu += magpie::sync_wait(pool, cpu_of_this_worker) == static_cast<int>(cpu);
+  // Idle thieves may take a root from its worker's queue, and on a loaded machine the
+  // submitter's worker may not run for a while: most roots, not all, must stay. Best of three
+  // rounds of 40 (without the preference a round reaches 28 with probability < 1 %).
+  int best = 0;
+  for (int round = 0; round < 3 && best < 28; ++round) {
+    int on_submitters_cpu = 0;
+    for (int k = 0; k < 40; ++k) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5)); // the workers go idle
+      on_submitters_cpu += magpie::sync_wait(pool, cpu_of_this_worker) == static_cast<int>(cpu);
+    }
+    best = std::max(best, on_submitters_cpu);
   }
   sched_setaffinity(0, sizeof(old), &old);
-  // Idle thieves may take a root from its worker's queue: most, not all, must stay.
-  EXPECT_GE(on_submitters_cpu, 14) << "roots submitted from CPU " << cpu;
+  EXPECT_GE(best, 28) << "roots submitted from CPU " << cpu << " (best of three rounds of 40)";
 #else
   GTEST_SKIP() << "no thread affinity on this platform";
 #endif
