@@ -1,4 +1,4 @@
-// EXPECT: this_task::stop_requested can only be co_awaited inside a magpie::task coroutine
+// EXPECT: this magpie question
 // co_await magpie::this_task::stop_requested() in a coroutine that is not a magpie task.
 #include <coroutine>
 

@@ -104,49 +104,42 @@ MAGPIE_NOINLINE inline stop_scope const *set_thread_scope(stop_scope const *s) n
   return old;
 }
 
-/// The awaitable of enclosing_scope() once bound: ready at once with the scope.
-struct scope_answer {
-  stop_scope const *m_scope;
+/// An answer the awaiting task gets at once (never suspends): the bound form of the questions
+/// below.
+template <typename T>
+struct ready_answer {
+  T m_value;
   bool await_ready() const noexcept { return true; }
   void await_suspend(std::coroutine_handle<>) const noexcept {}
-  stop_scope const *await_resume() const noexcept { return m_scope; }
+  T await_resume() const noexcept { return m_value; }
 };
 
-struct [[nodiscard("co_await it")]] scope_request {
+/// A question about the awaiting task's scope: `Tag::answer(scope)` once bound to the task's frame.
+/// Outside a magpie task, a static_assert that says so.
+template <typename Tag>
+struct [[nodiscard("co_await it")]] scope_question {
   using magpie_awaitable = void;
-  scope_answer magpie_bind(frame_base &self) const noexcept { return {scope_of(self)}; }
-
-  // Reached only when awaited outside a magpie task (a magpie task binds the request first).
-  template <typename Self = scope_request>
-  void operator co_await() const {
-    static_assert(sizeof(Self) == 0,
-                  "magpie::core::enclosing_scope can only be co_awaited inside a magpie::task "
-                  "coroutine");
-  }
-};
-
-/// The awaitable of this_task::stop_requested() once bound.
-struct stop_answer {
-  bool m_stopped;
-  bool await_ready() const noexcept { return true; }
-  void await_suspend(std::coroutine_handle<>) const noexcept {}
-  bool await_resume() const noexcept { return m_stopped; }
-};
-
-struct [[nodiscard("co_await it")]] stop_request {
-  using magpie_awaitable = void;
-  stop_answer magpie_bind(frame_base &self) const noexcept {
-    stop_scope const *s = scope_of(self);
-    return {s != nullptr && s->stop_requested()};
+  auto magpie_bind(frame_base &self) const noexcept {
+    return ready_answer<decltype(Tag::answer(nullptr))>{Tag::answer(scope_of(self))};
   }
 
   // Reached only when awaited outside a magpie task (a magpie task binds the request first).
-  template <typename Self = stop_request>
+  template <typename Self = scope_question>
   void operator co_await() const {
-    static_assert(sizeof(Self) == 0,
-                  "magpie::this_task::stop_requested can only be co_awaited inside a magpie::task "
-                  "coroutine; in an algorithm's iteration call magpie::stop_requested()");
+    static_assert(sizeof(Self) == 0, "this magpie question (magpie::this_task::stop_requested, "
+                                     "magpie::core::enclosing_scope) can only be co_awaited "
+                                     "inside a magpie::task coroutine; in an algorithm's "
+                                     "iteration call magpie::stop_requested()");
   }
+};
+
+/// enclosing_scope(): the scope itself.
+struct scope_tag {
+  static stop_scope const *answer(stop_scope const *s) noexcept { return s; }
+};
+/// this_task::stop_requested(): whether it is stopped.
+struct stopped_tag {
+  static bool answer(stop_scope const *s) noexcept { return s != nullptr && s->stop_requested(); }
 };
 
 /// The awaitable of with_stop once bound: the anchor between the awaiting task and its child,
@@ -213,7 +206,7 @@ struct [[nodiscard("co_await it")]] with_stop_request {
 
 /// Inside a task: `co_await core::enclosing_scope()` is the innermost cancellation scope around
 /// the task (null: none). For libraries that open scopes of their own (the parallel algorithms).
-inline detail::scope_request enclosing_scope() noexcept { return {}; }
+inline detail::scope_question<detail::scope_tag> enclosing_scope() noexcept { return {}; }
 
 /// `co_await magpie::with_stop(token, &r, fn, args...)` — as `co_await magpie::call(&r, fn,
 /// args...)`, with the child and every task it starts (forked, called, and the algorithms it
@@ -262,7 +255,7 @@ namespace this_task {
 /// than writing the co_await in an if-condition: GCC 12.2 miscompiles a coroutine whose body has
 /// `if (co_await x)` outside a loop (the body does not run; measured, any awaitable; Clang is not
 /// affected). docs/guarantees.md lists it.
-inline detail::stop_request stop_requested() noexcept { return {}; }
+inline detail::scope_question<detail::stopped_tag> stop_requested() noexcept { return {}; }
 
 } // namespace this_task
 
