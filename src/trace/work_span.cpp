@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include <time.h> // clock_gettime (POSIX)
+#include <ctime> // clock_gettime, CLOCK_THREAD_CPUTIME_ID (POSIX, through <time.h>)
 
 #include "magpie/core/context.hpp"
 
