@@ -3,6 +3,7 @@
 
 #include "magpie/trace/session.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <ostream>
 #include <stdexcept>
@@ -11,9 +12,26 @@
 
 namespace magpie::trace {
 
+namespace {
+
+/// The session's clock (session.hpp): the time-stamp counter where the CPU has one, read
+/// without serialising (an event's time may be off by the few instructions around it), else
+/// steady_clock's nanoseconds. Either is mapped onto steady_clock at export.
+std::uint64_t ticks() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_ia32_rdtsc();
+#else
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+#endif
+}
+
+} // namespace
+
 session::session(sched::pool &pool, std::size_t events_per_worker)
     : m_pool(&pool), m_capacity(events_per_worker == 0 ? 1 : events_per_worker),
-      m_start(std::chrono::steady_clock::now()), m_rings(pool.workers()) {
+      m_start(std::chrono::steady_clock::now()), m_start_ticks(ticks()), m_rings(pool.workers()) {
   for (ring &r : m_rings) {
     r.events = std::make_unique<record[]>(m_capacity);
   }
@@ -34,6 +52,8 @@ void session::stop() noexcept {
   if (m_on) {
     // Returns once no worker is inside on_event: their ring writes happen-before our reads.
     (void)m_pool->exchange_observer(nullptr);
+    m_stop_ticks = ticks(); // after every event: the workers are done
+    m_stop = std::chrono::steady_clock::now();
     m_on = false;
   }
 }
@@ -45,10 +65,7 @@ void session::on_event(core::observer &self, core::context &worker, core::event 
   }
   session &s = *static_cast<recorder &>(self).owner;
   ring &r = s.m_rings[worker.index()]; // only this worker writes its ring
-  auto const ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now() - s.m_start)
-                      .count();
-  r.events[r.next % s.m_capacity] = record{ns, e, static_cast<std::uint32_t>(arg)};
+  r.events[r.next % s.m_capacity] = record{ticks(), e, static_cast<std::uint32_t>(arg)};
   ++r.next;
 }
 
@@ -96,37 +113,40 @@ public:
   worker_writer(std::ostream &out, bool &first, std::size_t tid)
       : m_out(out), m_first(first), m_tid(tid) {}
 
-  void event(session::record const &r) {
-    m_last = r.ns;
+  /// `ns`: r's time since the session started. Never before the worker's previous event: a
+  /// worker that moved to another CPU may read a time-stamp counter a little behind.
+  void event(session::record const &r, std::int64_t ns) {
+    ns = std::max(ns, m_last);
+    m_last = ns;
     switch (r.what) {
     case core::event::fork:
     case core::event::call:
     case core::event::root:
     case core::event::resume:
-      begin(r.ns, span_name(r.what), -1);
+      begin(ns, span_name(r.what), -1);
       break;
     case core::event::steal:
-      begin(r.ns, "steal", static_cast<std::int64_t>(r.arg));
+      begin(ns, "steal", static_cast<std::int64_t>(r.arg));
       break;
     case core::event::task_end:
       if (m_open != 0) {
-        end(r.ns);
+        end(ns);
       }
       break;
     case core::event::join_suspend:
     case core::event::park:
-      close_all(r.ns);
-      instant(r.ns, r.what == core::event::park ? "park" : "join_suspend");
+      close_all(ns);
+      instant(ns, r.what == core::event::park ? "park" : "join_suspend");
       break;
     case core::event::strand_end:
-      close_all(r.ns);
+      close_all(ns);
       break;
     case core::event::sleep:
-      close_all(r.ns);
-      begin(r.ns, "sleep", -1);
+      close_all(ns);
+      begin(ns, "sleep", -1);
       break;
     case core::event::wake:
-      close_all(r.ns);
+      close_all(ns);
       break;
     default:
       break;
@@ -178,6 +198,16 @@ private:
 
 void session::write_json(std::ostream &out) {
   stop();
+  // Ticks to nanoseconds since the start: the rate both clocks advanced at over the session.
+  double const span_ns = std::chrono::duration<double, std::nano>(m_stop - m_start).count();
+  double const span_ticks = static_cast<double>(m_stop_ticks - m_start_ticks);
+  double const ns_per_tick = span_ticks > 0 ? span_ns / span_ticks : 0.0;
+  auto const to_ns = [&](std::uint64_t t) -> std::int64_t {
+    // A worker's counter may lag the starter's by a little: such events are put at 0.
+    return t <= m_start_ticks
+               ? 0
+               : static_cast<std::int64_t>(static_cast<double>(t - m_start_ticks) * ns_per_tick);
+  };
   out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
   bool first = true;
   for (std::size_t w = 0; w < m_rings.size(); ++w) {
@@ -191,7 +221,8 @@ void session::write_json(std::ostream &out) {
     std::uint64_t const kept = r.next < m_capacity ? r.next : m_capacity;
     worker_writer writer(out, first, w);
     for (std::uint64_t i = r.next - kept; i < r.next; ++i) {
-      writer.event(r.events[i % m_capacity]);
+      session::record const &e = r.events[i % m_capacity];
+      writer.event(e, to_ns(e.ticks));
     }
     writer.finish();
   }

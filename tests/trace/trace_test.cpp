@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -154,6 +155,60 @@ void session_writes(char const *name) {
 
 TEST(trace_session, writes_a_busy_pool) { session_writes<magpie::sched::busy_pool>("busy.json"); }
 TEST(trace_session, writes_a_lazy_pool) { session_writes<magpie::sched::lazy_pool>("lazy.json"); }
+
+MAGPIE_NOINLINE void nap_30ms() { std::this_thread::sleep_for(std::chrono::milliseconds(30)); }
+
+magpie::task<int> napping_root() {
+  nap_30ms();
+  co_return 1;
+}
+
+/// The ts of line `from`'s event and of the next "E" on the same worker, in µs.
+std::pair<double, double> span_of(std::string const &json, std::string const &begin_marker) {
+  std::istringstream in(json);
+  std::string line;
+  auto const ts = [](std::string const &l) { return std::stod(l.substr(l.find("\"ts\":") + 5)); };
+  double begin = -1;
+  std::string tid;
+  while (std::getline(in, line)) {
+    auto const at = line.find("\"tid\":");
+    if (at == std::string::npos) {
+      continue;
+    }
+    std::string const this_tid = line.substr(at, line.find(',', at) - at);
+    if (begin < 0 && line.find(begin_marker) != std::string::npos &&
+        line.find("\"ph\":\"B\"") != std::string::npos) {
+      begin = ts(line);
+      tid = this_tid;
+    } else if (begin >= 0 && this_tid == tid && line.find("\"ph\":\"E\"") != std::string::npos) {
+      return {begin, ts(line)};
+    }
+  }
+  return {-1, -1};
+}
+
+// The trace's clock (a time-stamp counter where there is one) is mapped onto steady_clock: a root
+// that sleeps 30 ms spans at least that, and no more than the caller saw.
+TEST(trace_session, timestamps_are_calibrated_nanoseconds) {
+  magpie::sched::busy_pool pool(1);
+  std::string json;
+  double outer_us = 0;
+  {
+    magpie::trace::session s(pool);
+    auto const t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(magpie::sync_wait(pool, napping_root), 1);
+    outer_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    std::ostringstream out;
+    s.write_json(out);
+    json = out.str();
+  }
+  auto const [begin, end] = span_of(json, "\"name\":\"root\"");
+  ASSERT_GE(begin, 0) << "no root span in\n" << json;
+  ASSERT_GE(end, begin) << "the root span has no end in\n" << json;
+  EXPECT_GE(end - begin, 29'000.0) << "the root slept 30 ms";
+  EXPECT_LE(end - begin, outer_us + 1'000.0) << "longer than sync_wait took";
+}
 
 TEST(trace_session, comes_and_goes_while_the_pool_runs) {
   magpie::sched::busy_pool pool(2);
