@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "../../examples/server/loadgen.hpp"
@@ -34,8 +35,22 @@ void measure(char const *name, Server &srv, int connections, double seconds, std
 } // namespace
 
 int main(int argc, char **argv) {
-  double const seconds = argc > 1 ? std::atof(argv[1]) : 1.0;
-  std::size_t const payload = argc > 2 ? static_cast<std::size_t>(std::atol(argv[2])) : 4096;
+  // Positional arguments only: options such as --benchmark_color=false (scripts/bench.py passes
+  // it to every microbenchmark binary) are not ours and are skipped.
+  char const *positional[2] = {nullptr, nullptr};
+  int n = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--", 2) != 0 && n < 2) {
+      positional[n++] = argv[i];
+    }
+  }
+  double const seconds = positional[0] != nullptr ? std::atof(positional[0]) : 1.0;
+  long const payload_arg = positional[1] != nullptr ? std::atol(positional[1]) : 4096;
+  if (!(seconds > 0) || payload_arg <= 0) {
+    std::fprintf(stderr, "usage: %s [seconds per level > 0] [payload bytes > 0]\n", argv[0]);
+    return 2;
+  }
+  auto const payload = static_cast<std::size_t>(payload_arg);
   auto const limit = server::raise_fd_limit();
   std::printf("loopback server, %zu-byte requests, %.1f s per level, 2 load threads, fd limit "
               "%llu\n",
