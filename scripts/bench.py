@@ -20,6 +20,7 @@ passed, 1 otherwise (2: bad arguments or no build).
 from __future__ import annotations
 
 import argparse
+import collections
 import csv
 import datetime as dt
 import json
@@ -377,10 +378,16 @@ def mrss_fits(rows: list[dict], workers: list[int]) -> str:
 COLORS = {"serial": "black", "magpie-lazy": "tab:blue", "magpie-busy": "tab:cyan",
           "magpie*-lazy": "tab:purple", "magpie*-busy": "tab:pink", "tbb": "tab:green", "omp": "tab:red",
           "tbb-simple": "olive", "omp-static": "tab:orange", "omp-guided": "salmon", "pstl": "tab:brown",
-          "naive": "tab:gray", "ws-deque": "gold"}
+          "naive": "tab:gray", "ws-deque": "gold", "magpie-futures-lazy": "navy",
+          "magpie-group-lazy": "teal", "magpie-counter-lazy": "slateblue", "async": "darkred"}
 MARKERS = {"serial": "x", "magpie-lazy": "o", "magpie-busy": "s", "magpie*-lazy": "D",
            "magpie*-busy": "d", "tbb": "^", "omp": "v", "tbb-simple": "<", "omp-static": ">",
-           "omp-guided": "P", "pstl": "*", "naive": "h", "ws-deque": "X"}
+           "omp-guided": "P", "pstl": "*", "naive": "h", "ws-deque": "X",
+           "magpie-futures-lazy": "1", "magpie-group-lazy": "2", "magpie-counter-lazy": "3",
+           "async": "4"}
+# A runtime added to RUNTIMES without a style above still gets plotted, in grey.
+COLORS = collections.defaultdict(lambda: "tab:gray", COLORS)
+MARKERS = collections.defaultdict(lambda: ".", MARKERS)
 
 
 def plot_zipf(rows: list[dict], outdir: Path, title: str) -> list[str]:
