@@ -152,9 +152,14 @@ public:
     return true;
   }
 
-  /// Any thread: the next job by the order above, or null.
-  job *pop() noexcept {
+  /// Any thread: the next job by the order above, or null. `local_normal`: the worker's local
+  /// deque of normal-priority roots (pool::submit_root from its own tasks) looks non-empty; it
+  /// counts as part of the normal level. Sets `*take_local` (and returns null) when the pick is
+  /// that deque's: the caller pops it (the owner, newest first) or steals from it (a thief).
+  job *pop(bool local_normal, bool *take_local) noexcept {
+    *take_local = false;
     if (m_size.load(std::memory_order_relaxed) == 0) { // a cheap look; the mutex decides
+      *take_local = local_normal; // nothing resumed or queued here: only the local deque
       return nullptr;
     }
     std::lock_guard lock(m_mutex);
@@ -166,7 +171,15 @@ public:
         m_resumed_tail = nullptr;
       }
       j->m_next = nullptr;
-    } else if (std::size_t const level = pick_root_level(); level != levels) {
+    } else if (std::size_t const level = pick_root_level(local_normal); level != levels) {
+      constexpr auto normal = static_cast<std::size_t>(priority::normal);
+      // Within the normal level the local deque goes first, except every 8th pick when this
+      // queue also holds normal roots from outside (they are not starved by local spawns).
+      if (level == normal && local_normal &&
+          (m_roots[normal].empty() || ++m_local_picks % starvation_period != 0)) {
+        *take_local = true;
+        return nullptr;
+      }
       j = m_roots[level].pop();
     } else {
       return nullptr;
@@ -188,11 +201,16 @@ private:
     m_size.store(m_size.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
   }
 
-  /// Under the mutex: the root level to take from (levels if no root is queued).
-  std::size_t pick_root_level() noexcept {
+  /// Under the mutex: the root level to take from (levels if no root is queued); the normal
+  /// level is non-empty if `local_normal`.
+  std::size_t pick_root_level(bool local_normal) noexcept {
+    auto const level_empty = [&](std::size_t l) {
+      return m_roots[l].empty() &&
+             !(local_normal && l == static_cast<std::size_t>(priority::normal));
+    };
     std::size_t top = levels;
     for (std::size_t l = 0; l < levels; ++l) {
-      if (!m_roots[l].empty()) {
+      if (!level_empty(l)) {
         top = l;
         break;
       }
@@ -207,7 +225,7 @@ private:
     std::size_t lower[levels];
     std::size_t n = 0;
     for (std::size_t l = top + 1; l < levels; ++l) {
-      if (!m_roots[l].empty()) {
+      if (!level_empty(l)) {
         lower[n++] = l;
       }
     }
@@ -217,9 +235,10 @@ private:
   std::mutex m_mutex;
   job *m_resumed_head = nullptr; // resumed tasks, FIFO (guarded by m_mutex)
   job *m_resumed_tail = nullptr;
-  root_ring m_roots[levels]; // guarded by m_mutex
-  std::uint32_t m_picks = 0; // root picks so far (guarded by m_mutex)
-  std::uint32_t m_rotor = 0; // rotation among lower levels (guarded by m_mutex)
+  root_ring m_roots[levels];       // guarded by m_mutex
+  std::uint32_t m_picks = 0;       // root picks so far (guarded by m_mutex)
+  std::uint32_t m_rotor = 0;       // rotation among lower levels (guarded by m_mutex)
+  std::uint32_t m_local_picks = 0; // normal picks while the local deque had work (m_mutex)
   std::atomic<std::size_t> m_size{0};
 };
 
@@ -229,11 +248,19 @@ struct worker {
   core::context ctx;
   job_queue pinned; // jobs for this worker only (resume_on, resumes aimed at this worker)
   run_queue queued; // resumed tasks, then roots by priority: this worker and idle thieves
+  // Normal-priority roots spawned by this worker's own tasks: the owner pops the newest (depth
+  // first, as a forked child), thieves steal the oldest (docs/protocols.md §9.2).
+  core::deque<job *> local{64};
   std::atomic<bool> idle{false}; // a hint for choosing where to submit roots
   std::condition_variable cv;    // with pool::m_sleep_mutex
   bool asleep = false;           // guarded by pool::m_sleep_mutex
   bool notified = false;         // guarded by pool::m_sleep_mutex
-  unsigned failures = 0;         // consecutive rounds without work (owner only)
+  // Roots spawned by this worker's tasks, and local roots finished on this worker: each written
+  // only by this worker (no RMW, no shared line); pool::local_roots_done() compares the sums.
+  alignas(64) std::atomic<std::uint64_t> roots_spawned{0};
+  std::atomic<std::uint64_t> roots_finished{0};
+  unsigned failures = 0; // consecutive rounds without work (owner only)
+  bool active = false;   // counted in pool::m_active (lazy pools; owner only)
   rng random;
   std::thread thread;
 };
@@ -335,14 +362,16 @@ pool::~pool() {
   MAGPIE_CHECK(!is_worker_thread(), "a magpie pool was destroyed by one of its own workers");
   {
     std::unique_lock lock(m_inflight_mutex);
-    m_closing.store(true, std::memory_order_release); // new submissions now throw pool_closed
+    // seq_cst: new submissions now throw pool_closed; and a local root's finish_root either sees
+    // this store (and notifies under the mutex) or its count is seen by our predicate (§9.1).
+    m_closing.store(true, std::memory_order_seq_cst);
     // Roots, submissions from tasks (resume_on) and parked tasks alike: after this wait no
     // submitter touches the pool again, and every job pushed to a queue was pushed before m_stop
     // (§5.1). Tasks parked on a primitive that never releases them keep us waiting: say so once.
-    // Roots spawned by the pool's own tasks are counted apart (m_local_roots, lock-free); their
+    // Roots spawned by the pool's own tasks are counted apart (per worker, lock-free); their
     // last decrement notifies under this mutex, so the predicate cannot miss it.
     auto const drained = [&] {
-      return m_inflight == 0 && m_local_roots.load(std::memory_order_acquire) == 0; // acquire:
+      return m_inflight == 0 && local_roots_done(); // acquire (in local_roots_done):
       // pairs with finish_root's acq_rel decrement (the roots' work is done before we free)
     };
     if (!m_inflight_cv.wait_for(lock, std::chrono::seconds(1), drained)) {
@@ -385,9 +414,8 @@ core::context const &pool::worker_context(std::size_t i) const noexcept {
 }
 
 std::size_t pool::in_flight() const noexcept {
-  std::size_t local = m_local_roots.load(std::memory_order_relaxed); // a snapshot: no edge
   std::lock_guard lock(m_inflight_mutex);
-  return m_inflight + local;
+  return m_inflight + local_roots_pending();
 }
 
 std::vector<core::worker_stats> pool::stats() const {
@@ -482,7 +510,7 @@ void pool::hold() {
   // While anything is in flight the destructor is still waiting (it reads the count under this
   // mutex), so one more is safe; once it saw zero it may be past its wait.
   if (m_closing.load(std::memory_order_relaxed) && m_inflight == 0 && // written under this mutex
-      m_local_roots.load(std::memory_order_relaxed) == 0) { // a parked task of a local root: > 0
+      local_roots_done()) { // a parked task of a local root: not done
     throw pool_closed();
   }
   ++m_inflight;
@@ -514,15 +542,16 @@ void pool::unhold() noexcept {
 }
 
 std::size_t pool::submit_root(job *j, priority p, bool *local) {
-  m_roots_submitted.fetch_add(1, std::memory_order_relaxed); // a statistic: no edge
   bool const own = is_worker_thread();
   if (own) {
     // A task of ours spawning: its own root is in flight, so the destructor is still waiting
     // and accepts this one too, even while closing (a spawned task that spawns more is waited
-    // for). relaxed: the task that spawns is itself counted until after this increment (its
-    // root's decrement comes later in the counter's modification order).
-    m_local_roots.fetch_add(1, std::memory_order_relaxed);
+    // for). Counted on our worker's own counter (one writer: a plain store). release: a reader
+    // that sees a finish caused by this root (through the job's hand-off) sees this count too.
+    std::atomic<std::uint64_t> &spawned = m_workers[core::this_context()->index()]->roots_spawned;
+    spawned.store(spawned.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   } else {
+    m_roots_submitted.fetch_add(1, std::memory_order_relaxed); // a statistic: no edge
     // Counted in flight until finish_root(), after the root has completed.
     std::lock_guard lock(m_inflight_mutex);
     // Once closing, a submission from elsewhere is refused.
@@ -535,9 +564,15 @@ std::size_t pool::submit_root(job *j, priority p, bool *local) {
     *local = own;
   }
   // A task spawning keeps the job local (thieves take it if we stay busy), and wakes nobody:
-  // while we run tasks at least one thief is awake (docs/protocols.md §6).
+  // while we run tasks at least one thief is awake (docs/protocols.md §6). At normal priority it
+  // goes to the worker's local deque (lock-free; newest first for the owner, oldest first for
+  // thieves), as a forked child's continuation would (§9.2).
   std::size_t const index = own ? core::this_context()->index() : choose_worker();
   try {
+    if (own && p == priority::normal) {
+      m_workers[index]->local.push(j); // release: publishes the job to a thief (as a fork's push)
+      return local_queue;
+    }
     m_workers[index]->queued.push_root(j, p); // seq_cst: before the sleepers check in wake()
   } catch (...) {
     finish_root(own); // nothing was queued
@@ -550,7 +585,28 @@ std::size_t pool::submit_root(job *j, priority p, bool *local) {
 }
 
 bool pool::withdraw_root(job *j, std::size_t worker, priority p) noexcept {
+  if (worker == local_queue) {
+    return false; // a deque cannot give up an item in the middle: see run_stale_local
+  }
   return m_workers[worker]->queued.withdraw(j, p);
+}
+
+void pool::run_stale_local(bool (*stale)(job const *j) noexcept) noexcept {
+  core::context *const ctx = core::this_context();
+  MAGPIE_ASSERT(ctx != nullptr && ctx->owner() == this,
+                "pool::run_stale_local called off the pool's workers");
+  core::deque<job *> &local = m_workers[ctx->index()]->local;
+  for (;;) {
+    auto const newest = local.peek();
+    if (!newest.ok || !stale(newest.value)) {
+      return;
+    }
+    auto const popped = local.pop(); // a thief may have taken it meanwhile: then it runs there
+    if (!popped.ok) {
+      return;
+    }
+    popped.value->m_run(popped.value, *ctx); // a stale job only drops what it holds
+  }
 }
 
 void pool::finish_root(bool local) noexcept {
@@ -558,12 +614,47 @@ void pool::finish_root(bool local) noexcept {
     close_submission();
     return;
   }
-  // acq_rel: release publishes the root's work to the destructor's acquire; acquire orders the
-  // other roots' decrements before our notify.
-  if (m_local_roots.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    std::lock_guard lock(m_inflight_mutex); // the destructor checks the count under this mutex
+  core::context *const ctx = core::this_context();
+  if (ctx != nullptr && ctx->owner() == this) {
+    // One writer per counter: a plain store. seq_cst: with the load of m_closing below and the
+    // destructor's store of it and its loads of the counts, either we see closing (and notify),
+    // or the destructor's predicate sees this count. Also a release of the root's work.
+    std::atomic<std::uint64_t> &finished = m_workers[ctx->index()]->roots_finished;
+    finished.store(finished.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+  } else {
+    // A local root that ended elsewhere (moved to another pool by resume_on): a shared counter.
+    m_foreign_finished.fetch_add(1, std::memory_order_seq_cst); // seq_cst: as above
+  }
+  if (m_closing.load(std::memory_order_seq_cst)) { // seq_cst: see above
+    std::lock_guard lock(m_inflight_mutex); // the destructor checks the counts under this mutex
     m_inflight_cv.notify_all(); // under the lock: the destructor cannot free the cv before this
   }
+}
+
+bool pool::local_roots_done() const noexcept { return local_roots_pending() == 0; }
+
+std::size_t pool::local_roots_pending() const noexcept {
+  // Finishes first, then spawns (docs/protocols.md §9.1): every finish we count was caused by a
+  // spawn that happened before it, which the later loads see (acquire on the finishes), so the
+  // spawns we count are never fewer; equal sums mean none was pending between the two passes.
+  // seq_cst loads: see finish_root.
+  std::uint64_t finished = m_foreign_finished.load(std::memory_order_seq_cst);
+  for (auto const &w : m_workers) {
+    finished += w->roots_finished.load(std::memory_order_seq_cst);
+  }
+  std::uint64_t spawned = 0;
+  for (auto const &w : m_workers) {
+    spawned += w->roots_spawned.load(std::memory_order_seq_cst);
+  }
+  return static_cast<std::size_t>(spawned - finished);
+}
+
+std::uint64_t pool::roots_submitted() const noexcept {
+  std::uint64_t n = m_roots_submitted.load(std::memory_order_relaxed); // a statistic: no edge
+  for (auto const &w : m_workers) {
+    n += w->roots_spawned.load(std::memory_order_relaxed); // a statistic: no edge
+  }
+  return n;
 }
 
 void pool::submit_to(std::size_t index, job *j) noexcept {
@@ -624,9 +715,23 @@ void pool::become_thief() noexcept {
   m_active.fetch_sub(1, std::memory_order_seq_cst);  // no thief on our account
 }
 
-void pool::run_batch(detail::worker &w, job *j) {
+void pool::activate(detail::worker &w) noexcept {
   w.idle.store(false, std::memory_order_relaxed); // a hint for choose_worker(): no edge
-  become_active();
+  if (!w.active) {
+    w.active = true;
+    become_active();
+  }
+}
+
+void pool::deactivate(detail::worker &w) noexcept {
+  if (w.active) {
+    w.active = false;
+    become_thief();
+  }
+}
+
+void pool::run_batch(detail::worker &w, job *j) {
+  activate(w);
   while (j != nullptr) {
     job *next = j->m_next; // read first: running a job may end its storage's lifetime
     w.ctx.bump(core::counter::jobs);
@@ -635,7 +740,6 @@ void pool::run_batch(detail::worker &w, job *j) {
     check_strand_ended(w.ctx);
     j = next;
   }
-  become_thief();
 }
 
 bool pool::run_jobs(detail::worker &w) {
@@ -647,7 +751,18 @@ bool pool::run_jobs(detail::worker &w) {
 }
 
 bool pool::run_queued(detail::worker &w, detail::worker &from) {
-  job *j = from.queued.pop(); // one job: the rest stay where idle thieves can take them
+  bool take_local = false;
+  // one job: the rest stay where idle thieves can take them
+  job *j = from.queued.pop(!from.local.empty(), &take_local);
+  if (take_local) {
+    if (&w == &from) {
+      auto const popped = w.local.pop(); // the newest: depth first
+      j = popped.ok ? popped.value : nullptr;
+    } else {
+      auto const stolen = from.local.steal(); // the oldest, as a continuation is stolen
+      j = stolen ? stolen.value : nullptr;
+    }
+  }
   if (j == nullptr) {
     return false;
   }
@@ -671,15 +786,13 @@ bool pool::try_steal(detail::worker &w) {
     w.ctx.bump(core::counter::steal_fails);
     return false;
   }
-  w.idle.store(false, std::memory_order_relaxed); // a hint for choose_worker(): no edge
-  become_active();
+  activate(w);
   w.ctx.bump(core::counter::steals);
   w.ctx.observe(core::event::steal, victim);
   // The steal's acquire made the frame's state ours; we are now its only runner.
   core::ext::resume_stolen(stolen.value, w.ctx);
   w.ctx.observe(core::event::strand_end);
   check_strand_ended(w.ctx);
-  become_thief();
   return true;
 }
 
@@ -689,7 +802,7 @@ bool pool::work_visible(detail::worker const &w) const noexcept {
   }
   for (auto const &other : m_workers) {
     // seq_cst loads: hints, but fresh ones (see protocols §6)
-    if (!other->ctx.tasks().empty() || !other->queued.empty()) {
+    if (!other->ctx.tasks().empty() || !other->queued.empty() || !other->local.empty()) {
       return true;
     }
   }
@@ -760,8 +873,9 @@ void pool::run(detail::worker &w) {
   for (;;) {
     if (run_jobs(w) || try_steal(w)) {
       w.failures = 0;
-      continue;
+      continue; // still active: a worker that finds work job after job stays counted as one
     }
+    deactivate(w); // a thief again: from here on we look for work (docs/protocols.md §6)
     if (m_stop.load(std::memory_order_acquire)) { // acquire: pairs with the destructor's store
       // Every submission to this pool was pushed before m_stop was stored (the destructor waited
       // for them under m_inflight_mutex), so this look sees every job still queued for us, even

@@ -11,26 +11,13 @@
 #include <gtest/gtest.h>
 
 #include "common/test_support.hpp"
+#include "sync/sync_support.hpp"
 
 namespace {
 
 using namespace magpie::test;
 using magpie::priority;
 using magpie::task;
-
-struct order_log {
-  std::mutex mutex;
-  std::vector<int> order;
-  void add(int tag) {
-    std::lock_guard lock(mutex);
-    order.push_back(tag);
-  }
-};
-
-task<void> log_tag(order_log *log, int tag) {
-  log->add(tag);
-  co_return;
-}
 
 task<void> hold_worker(std::atomic<int> *started, std::atomic<int> *go) {
   started->store(1);

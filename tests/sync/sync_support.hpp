@@ -2,6 +2,8 @@
 // tests/sync/sync_support.hpp — helpers shared by the tests of the waiting primitives.
 
 #include <cstddef>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "common/test_support.hpp"
@@ -36,5 +38,21 @@ public:
 private:
   std::thread m_thread;
 };
+
+/// The order in which tasks ran, from any thread.
+struct order_log {
+  std::mutex mutex;
+  std::vector<int> order;
+  void add(int tag) {
+    std::lock_guard lock(mutex);
+    order.push_back(tag);
+  }
+};
+
+/// A task that records `tag` in `log`.
+inline magpie::task<void> log_tag(order_log *log, int tag) {
+  log->add(tag);
+  co_return;
+}
 
 } // namespace magpie::test

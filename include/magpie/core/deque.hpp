@@ -160,6 +160,17 @@ public:
     return out;
   }
 
+  /// Owner only. The item that pop() would return, if the deque looks non-empty (a thief may
+  /// still take it before a pop).
+  pop_result peek() const noexcept {
+    std::int64_t const b = m_bottom.load(std::memory_order_relaxed); // only the owner writes it
+    // acquire: pairs with a thief's successful CAS (its slot read is done; nothing to reuse here)
+    if (m_top.load(std::memory_order_acquire) >= b) {
+      return {false, T{}};
+    }
+    return {true, m_ring.load(std::memory_order_relaxed)->get(b - 1)}; // only the owner writes
+  }
+
   /// Any thread. Steals from the top.
   steal_result<T> steal() noexcept {
 #if MAGPIE_ASYMMETRIC_FENCES

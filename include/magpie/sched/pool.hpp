@@ -52,9 +52,11 @@ enum class idle_policy : std::uint8_t { busy, lazy };
 ///
 /// Order in which a worker (and a thief, on its victim's queue) picks submitted work: jobs pinned
 /// to it (resume_on), then resumed tasks (tasks that waited and were woken), then new roots, high
-/// before normal before low, FIFO within a level. Starvation rule: every 8th root a queue hands
-/// out comes, in rotation, from a non-empty level below the highest non-empty one (its oldest
-/// job); so a queued job behind m older jobs of its own level starts within 16·(m + 1) root
+/// before normal before low, FIFO within a level — except that normal roots spawned by the
+/// pool's own tasks go to the spawning worker's local deque, which that worker runs newest first
+/// (depth first, like forked children; thieves take the oldest). Starvation rule: every 8th root a
+/// queue hands out comes, in rotation, from a non-empty level below the highest non-empty one (its
+/// oldest job); so a queued job behind m older jobs of its own level starts within 16·(m + 1) root
 /// picks of its queue, however much higher-priority work keeps arriving (docs/protocols.md §9.2).
 enum class priority : std::uint8_t { high, normal, low };
 
@@ -112,14 +114,23 @@ public:
   /// pool while the pool still drains its work (a spawned task that spawns more is waited for
   /// too). Counts the job as in flight until `finish_root(*local)`: `*local` (if given) tells
   /// whether it was a submission from one of this pool's workers, counted lock-free. Returns the
-  /// index of the worker whose queue holds the job (for withdraw_root).
+  /// index of the worker whose queue holds the job (for withdraw_root), or `local_queue`: a
+  /// normal-priority root submitted by a task of this pool goes to its worker's local deque,
+  /// where that worker takes the newest first and thieves the oldest (see `priority`).
   std::size_t submit_root(job *j, priority p = priority::normal, bool *local = nullptr);
+  /// What submit_root returns for a job pushed on the submitting worker's local deque.
+  static constexpr std::size_t local_queue = static_cast<std::size_t>(-1);
 
   /// Takes a root job back from worker `worker`'s queue, where submit_root(j, p) put it, if it
   /// is still there and among the 64 newest of its priority (a spawned task that its reader ran
   /// itself). True if it was taken back: it will not run. Does not end the in-flight count
   /// (finish_root still must be called). Any thread.
   bool withdraw_root(job *j, std::size_t worker, priority p) noexcept;
+  /// On a worker of this pool only: runs at once, newest first, the jobs at the bottom of the
+  /// worker's local deque for which `stale(j)` holds, stopping at the first for which it does not.
+  /// For jobs that will only drop what they hold (a spawned task its reader ran itself): the
+  /// deque cannot give up an item in the middle, so the reader trims them from the bottom.
+  void run_stale_local(bool (*stale)(job const *j) noexcept) noexcept;
   /// Called once per submit_root, by the submitter, after the root has completed; `local` as
   /// submit_root reported it (false for submissions from outside the pool, e.g. sync_wait).
   void finish_root(bool local = false) noexcept;
@@ -182,9 +193,7 @@ public:
   /// and tasks parked on this pool's workers (a racy snapshot; takes a short lock). Any thread.
   std::size_t in_flight() const noexcept;
   /// Roots submitted to this pool so far (sync_wait, spawn, task groups). Any thread.
-  std::uint64_t roots_submitted() const noexcept {
-    return m_roots_submitted.load(std::memory_order_relaxed); // a statistic: no edge
-  }
+  std::uint64_t roots_submitted() const noexcept;
 
   /// Turns the counting of forks, calls and finished tasks (core::worker_stats) on or off for
   /// every worker. It costs the fork/call path an out-of-line call while on; off, one branch.
@@ -235,6 +244,10 @@ private:
   bool work_visible(detail::worker const &w) const noexcept;
   void wake(std::size_t index) noexcept;
   void wake_one() noexcept;
+  bool local_roots_done() const noexcept;
+  std::size_t local_roots_pending() const noexcept;
+  void activate(detail::worker &w) noexcept;
+  void deactivate(detail::worker &w) noexcept;
   void become_active() noexcept;
   void become_thief() noexcept;
   void close_submission() noexcept;
@@ -264,10 +277,12 @@ private:
   std::condition_variable m_inflight_cv;
   std::size_t m_inflight = 0; // roots, submissions from tasks, and parked tasks (holds)
   std::size_t m_parked = 0;   // of which parked tasks (for the destructor's diagnostic)
-  alignas(64) std::atomic<std::size_t> m_local_roots{0}; // roots submitted by our own tasks
-  std::atomic<std::uint64_t> m_roots_submitted{0};       // a statistic (roots_submitted())
-  mutable std::mutex m_observer_mutex;                   // one exchange_observer at a time
-  core::observer *m_observer = nullptr;                  // guarded by m_observer_mutex
+  // Roots submitted by our own tasks are counted per worker (detail::worker); one that finished
+  // off our workers is counted here.
+  alignas(64) std::atomic<std::uint64_t> m_foreign_finished{0};
+  std::atomic<std::uint64_t> m_roots_submitted{0}; // from outside; a statistic (roots_submitted())
+  mutable std::mutex m_observer_mutex;             // one exchange_observer at a time
+  core::observer *m_observer = nullptr;            // guarded by m_observer_mutex
 };
 
 /// A pool whose idle workers keep looking for work.

@@ -195,6 +195,7 @@ struct future_awaitable : wait_awaitable<future_awaitable<T>> {
         s.store_exception(self.take_exception());
       }
       s.complete();
+      future_state<T>::drop_stale_jobs(*s.m_pool); // ours too, if it is at the bottom by now
     }
     return s.take();
   }

@@ -19,10 +19,12 @@
 
 #include <atomic>
 #include <coroutine>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <new>
 #include <optional>
 #include <tuple>
 #include <type_traits>
@@ -137,8 +139,106 @@ consteval bool check_spawnable() {
 template <typename Fn, typename... Args>
 using spawn_result_t = core::async_result_t<stored_t<Fn> &&, passed_t<stored_t<Args>>...>;
 
+/// Where spawned states come from: a small cache per thread of freed blocks by size class, over
+/// the global operator new/delete. A spawned state is typically allocated on one worker and freed
+/// on another (where the task or its reader finished); with glibc's malloc every such free goes
+/// back to the allocating thread's arena under its lock, and two workers spawning and finishing
+/// each other's tasks contended on it (skynet with a task group, 2 workers: a third of the run in
+/// futex calls). Here a block freed on a thread is reused by that thread's next spawn. Bounded:
+/// at most `cap` blocks per class per thread (beyond that, and for larger states, plain
+/// new/delete); a thread's blocks are freed when it exits. Off under AddressSanitizer, which
+/// must see every allocation to find use-after-free.
+class state_cache {
+public:
+  static constexpr std::size_t step = 64;   ///< size classes: multiples of 64 bytes
+  static constexpr std::size_t classes = 8; ///< up to 512 bytes
+  static constexpr std::uint32_t cap = 512; ///< blocks per class and thread (≤ 2 MiB in all)
+
+  static void *allocate(std::size_t n) {
+    if constexpr (enabled) {
+      std::size_t const c = (n - 1) / step;
+      if (c < classes) {
+        lists &l = local();
+        if (node *b = l.head[c]) {
+          l.head[c] = b->next;
+          --l.count[c];
+          return b;
+        }
+        return ::operator new((c + 1) * step);
+      }
+    }
+    return ::operator new(n);
+  }
+
+  static void deallocate(void *p, std::size_t n) noexcept {
+    if constexpr (enabled) {
+      std::size_t const c = (n - 1) / step;
+      if (c < classes) {
+        lists &l = local();
+        if (!l.dead && l.count[c] < cap) {
+          l.head[c] = ::new (p) node{l.head[c]};
+          ++l.count[c];
+          return;
+        }
+        ::operator delete(p);
+        return;
+      }
+    }
+    (void)n;
+    ::operator delete(p); // unsized: Clang < 19 declares no sized form by default
+  }
+
+private:
+#if defined(__SANITIZE_ADDRESS__)
+  static constexpr bool enabled = false;
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+  static constexpr bool enabled = false;
+#  else
+  static constexpr bool enabled = true;
+#  endif
+#else
+  static constexpr bool enabled = true;
+#endif
+
+  struct node {
+    node *next;
+  };
+  /// Trivially destructible, so usable until the thread's very end; `reaper` empties it first.
+  struct lists {
+    node *head[classes];
+    std::uint32_t count[classes];
+    bool dead; ///< the thread is exiting: free, do not keep
+  };
+  struct reaper {
+    ~reaper() {
+      lists &l = state;
+      l.dead = true;
+      for (std::size_t c = 0; c < classes; ++c) {
+        while (node *b = l.head[c]) {
+          l.head[c] = b->next;
+          ::operator delete(b);
+        }
+        l.count[c] = 0;
+      }
+    }
+  };
+  static lists &local() noexcept {
+    thread_local reaper r; // registered on first use; frees the lists at thread exit
+    (void)r;
+    return state;
+  }
+  static inline thread_local constinit lists state{};
+};
+
 /// The type-erased state of a spawned task. See the top of this file.
 struct spawned : core::job, core::root_block {
+  /// States come from the per-thread cache (see state_cache).
+  static void *operator new(std::size_t n) { return state_cache::allocate(n); }
+  /// Back to the freeing thread's cache (sized: a state's dynamic type is deleted through its
+  /// virtual destructor, which passes its size).
+  static void operator delete(void *p, std::size_t n) noexcept { state_cache::deallocate(p, n); }
+
   enum claim_state : std::uint8_t { unclaimed, started, helped };
 
   explicit spawned(sched::pool &p, std::uint32_t refs) noexcept : m_pool(&p), m_refs(refs) {
@@ -187,11 +287,17 @@ struct spawned : core::job, core::root_block {
 
   /// After claim_for_help(): takes the pool's job back from its queue if it is still there (it
   /// then never runs), dropping the job's reference at once instead of when the job would run.
+  /// A job on a worker's local deque cannot be taken from the middle: see drop_stale_jobs.
   void withdraw_job() noexcept {
     if (m_pool->withdraw_root(this, m_queue_worker, m_priority)) {
       release(); // the job's reference (the caller holds another: this never frees)
     }
   }
+
+  /// On a worker of `p`, after a helped task completed: runs the jobs of helped tasks that sit
+  /// at the bottom of the worker's local deque (each only drops its reference), so that a tree
+  /// of spawn-then-await tasks keeps O(depth · fan-out) states alive, not one per task.
+  static void drop_stale_jobs(sched::pool &p) noexcept { p.run_stale_local(&stale_job); }
 
   sched::pool *m_pool;
   std::size_t m_queue_worker = 0; ///< where submit_root queued the job (futures only)
@@ -207,6 +313,13 @@ protected:
   virtual void finished() noexcept = 0;
 
 private:
+  /// A spawned task's job whose task has been claimed: running it only drops its reference.
+  static bool stale_job(core::job const *j) noexcept {
+    return j->m_run == &run_job &&
+           // relaxed: a hint; run_job's CAS decides (a claimed state never becomes unclaimed)
+           static_cast<spawned const *>(j)->m_claim.load(std::memory_order_relaxed) != unclaimed;
+  }
+
   static void run_job(core::job *j, core::context &worker) noexcept {
     auto *self = static_cast<spawned *>(j);
     claim_state expected = unclaimed;
