@@ -251,6 +251,10 @@ struct worker {
   // Normal-priority roots spawned by this worker's own tasks: the owner pops the newest (depth
   // first, as a forked child), thieves steal the oldest (docs/protocols.md §9.2).
   core::deque<job *> local{64};
+  // Tasks resumed by this worker's own tasks (pool::resubmit to any worker): pushed at the
+  // bottom by the owner, taken from the top — oldest first — by the owner and thieves alike
+  // (docs/protocols.md §9.2). Before the queues above: resumed tasks go before new roots.
+  core::deque<job *> resumed{64};
   std::atomic<bool> idle{false}; // a hint for choosing where to submit roots
   std::condition_variable cv;    // with pool::m_sleep_mutex
   bool asleep = false;           // guarded by pool::m_sleep_mutex
@@ -259,6 +263,9 @@ struct worker {
   // only by this worker (no RMW, no shared line); pool::local_roots_done() compares the sums.
   alignas(64) std::atomic<std::uint64_t> roots_spawned{0};
   std::atomic<std::uint64_t> roots_finished{0};
+  // Likewise the holds (tasks about to park) taken and ended on this worker (pool::hold/unhold).
+  std::atomic<std::uint64_t> holds{0};
+  std::atomic<std::uint64_t> unholds{0};
   unsigned failures = 0; // consecutive rounds without work (owner only)
   bool active = false;   // counted in pool::m_active (lazy pools; owner only)
   rng random;
@@ -370,17 +377,17 @@ pool::~pool() {
     // (§5.1). Tasks parked on a primitive that never releases them keep us waiting: say so once.
     // Roots spawned by the pool's own tasks are counted apart (per worker, lock-free); their
     // last decrement notifies under this mutex, so the predicate cannot miss it.
+    // Parked tasks first, then local roots (docs/protocols.md §9.1 for both counts).
     auto const drained = [&] {
-      return m_inflight == 0 && local_roots_done(); // acquire (in local_roots_done):
-      // pairs with finish_root's acq_rel decrement (the roots' work is done before we free)
+      return m_inflight == 0 && holds_pending() == 0 && local_roots_done();
     };
     if (!m_inflight_cv.wait_for(lock, std::chrono::seconds(1), drained)) {
-      if (m_parked != 0) {
+      if (std::size_t const parked = holds_pending(); parked != 0) {
         std::fprintf(stderr,
                      "magpie: a pool's destructor is waiting for %zu suspended task(s): they wait "
                      "on something (an event, a mutex, a future ...) that has not released them; "
                      "destroying that primitive resumes them with magpie::abandoned_wait\n",
-                     m_parked);
+                     parked);
       }
       m_inflight_cv.wait(lock, drained);
     }
@@ -415,7 +422,7 @@ core::context const &pool::worker_context(std::size_t i) const noexcept {
 
 std::size_t pool::in_flight() const noexcept {
   std::lock_guard lock(m_inflight_mutex);
-  return m_inflight + local_roots_pending();
+  return m_inflight + holds_pending() + local_roots_pending();
 }
 
 std::vector<core::worker_stats> pool::stats() const {
@@ -506,15 +513,35 @@ void pool::close_submission() noexcept {
 }
 
 void pool::hold() {
+  core::context *const ctx = core::this_context();
+  detail::worker *const own =
+      ctx != nullptr && ctx->owner() == this ? m_workers[ctx->index()].get() : nullptr;
+  if (own == nullptr) {
+    // Off our workers: under the mutex, as the destructor's predicate (which thus sees it or has
+    // already decided).
+    std::lock_guard lock(m_inflight_mutex);
+    if (m_closing.load(std::memory_order_relaxed) && m_inflight == 0 && // under this mutex
+        holds_pending() == 0 && local_roots_done()) {
+      throw pool_closed(); // the destructor saw nothing in flight: it may be past its wait
+    }
+    m_foreign_holds.fetch_add(1, std::memory_order_seq_cst); // seq_cst: as below
+    return;
+  }
+  // One writer: a plain store. seq_cst, with the load of m_closing: either the destructor's
+  // predicate sees this hold, or we see closing and decide under the mutex (§9.1).
+  own->holds.store(own->holds.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+  if (!m_closing.load(std::memory_order_seq_cst)) [[likely]] {
+    return;
+  }
   std::lock_guard lock(m_inflight_mutex);
-  // While anything is in flight the destructor is still waiting (it reads the count under this
-  // mutex), so one more is safe; once it saw zero it may be past its wait.
-  if (m_closing.load(std::memory_order_relaxed) && m_inflight == 0 && // written under this mutex
-      local_roots_done()) { // a parked task of a local root: not done
+  // While anything else is in flight the destructor is still waiting, so our hold is safe; if
+  // ours is all there is, it may have decided before our store: take it back and refuse.
+  if (m_inflight == 0 && holds_pending() == 1 && local_roots_done()) {
+    own->unholds.store(own->unholds.load(std::memory_order_relaxed) + 1,
+                       std::memory_order_seq_cst); // seq_cst: as above
+    m_inflight_cv.notify_all(); // under the lock; the destructor may have seen our hold
     throw pool_closed();
   }
-  ++m_inflight;
-  ++m_parked;
 }
 
 void pool::resubmit(job *j, std::size_t worker) noexcept {
@@ -522,6 +549,26 @@ void pool::resubmit(job *j, std::size_t worker) noexcept {
   MAGPIE_CHECK(worker == core::ext::any_worker || worker < n,
                "a suspended task was resumed on a worker index its pool does not have");
   if (worker == core::ext::any_worker) {
+#if !MAGPIE_ASYMMETRIC_FENCES // (a steal there pays a heavy fence: keep this path for pops)
+    core::context *const ctx = core::this_context();
+    if (ctx != nullptr && ctx->owner() == this) {
+      // A task of ours resumed it: keep it on our worker, lock-free, without a wake-up (we are
+      // active, so a thief is awake: §6); idle thieves take it if we stay busy. The push cannot
+      // fail once room is reserved; if reserving fails (no memory), use the locked queue below.
+      detail::worker &self = *m_workers[ctx->index()];
+      bool reserved = true;
+      try {
+        self.resumed.reserve_one();
+      } catch (...) {
+        reserved = false;
+      }
+      if (reserved) {
+        self.resumed.push_reserved(j); // release: publishes the job to a thief (as a fork's push)
+        unhold();                      // on our worker: the pool outlives this call
+        return;
+      }
+    }
+#endif
     worker = choose_worker();
     m_workers[worker]->queued.push_resumed(j); // seq_cst: before the sleepers check in wake()
   } else {
@@ -534,11 +581,38 @@ void pool::resubmit(job *j, std::size_t worker) noexcept {
 }
 
 void pool::unhold() noexcept {
-  std::lock_guard lock(m_inflight_mutex);
-  --m_parked;
-  if (--m_inflight == 0) {
-    m_inflight_cv.notify_all(); // under the lock: the destructor cannot free the cv before this
+  core::context *const ctx = core::this_context();
+  if (ctx != nullptr && ctx->owner() == this) {
+    // On our worker the pool outlives this call (its destructor joins us): count without the
+    // mutex (one writer: a plain store), then notify under it if the destructor waits. seq_cst:
+    // as in hold() (the destructor's predicate sees the count, or we see closing).
+    std::atomic<std::uint64_t> &unholds = m_workers[ctx->index()]->unholds;
+    unholds.store(unholds.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+    if (m_closing.load(std::memory_order_seq_cst)) {
+      std::lock_guard lock(m_inflight_mutex);
+      m_inflight_cv.notify_all();
+    }
+    return;
   }
+  // Elsewhere (a plain thread resuming a task): under the mutex, because once the destructor
+  // sees the count it may free the pool; it cannot before we unlock.
+  std::lock_guard lock(m_inflight_mutex);
+  m_foreign_unholds.fetch_add(1, std::memory_order_seq_cst); // seq_cst: as above
+  m_inflight_cv.notify_all(); // under the lock: the destructor cannot free the cv before this
+}
+
+std::size_t pool::holds_pending() const noexcept {
+  // Ends first, then starts: as local_roots_pending (a hold happens before its end, through the
+  // parked task's hand-off to whoever ends it).
+  std::uint64_t ended = m_foreign_unholds.load(std::memory_order_seq_cst);
+  for (auto const &w : m_workers) {
+    ended += w->unholds.load(std::memory_order_seq_cst);
+  }
+  std::uint64_t started = m_foreign_holds.load(std::memory_order_seq_cst);
+  for (auto const &w : m_workers) {
+    started += w->holds.load(std::memory_order_seq_cst);
+  }
+  return static_cast<std::size_t>(started - ended);
 }
 
 std::size_t pool::submit_root(job *j, priority p, bool *local) {
@@ -622,8 +696,13 @@ void pool::finish_root(bool local) noexcept {
     std::atomic<std::uint64_t> &finished = m_workers[ctx->index()]->roots_finished;
     finished.store(finished.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
   } else {
-    // A local root that ended elsewhere (moved to another pool by resume_on): a shared counter.
+    // A local root that ended elsewhere (moved to another pool by resume_on): a shared counter,
+    // under the mutex, because once the destructor sees it it may free the pool (on our own
+    // worker it cannot: its destructor joins us first).
+    std::lock_guard lock(m_inflight_mutex);
     m_foreign_finished.fetch_add(1, std::memory_order_seq_cst); // seq_cst: as above
+    m_inflight_cv.notify_all(); // under the lock: the destructor cannot free the cv before this
+    return;
   }
   if (m_closing.load(std::memory_order_seq_cst)) { // seq_cst: see above
     std::lock_guard lock(m_inflight_mutex); // the destructor checks the counts under this mutex
@@ -751,6 +830,12 @@ bool pool::run_jobs(detail::worker &w) {
 }
 
 bool pool::run_queued(detail::worker &w, detail::worker &from) {
+  if (!from.resumed.empty()) {
+    if (auto const taken = from.resumed.steal()) { // the oldest, by the owner or a thief
+      run_batch(w, taken.value);
+      return true;
+    }
+  }
   bool take_local = false;
   // one job: the rest stay where idle thieves can take them
   job *j = from.queued.pop(!from.local.empty(), &take_local);
@@ -802,7 +887,8 @@ bool pool::work_visible(detail::worker const &w) const noexcept {
   }
   for (auto const &other : m_workers) {
     // seq_cst loads: hints, but fresh ones (see protocols §6)
-    if (!other->ctx.tasks().empty() || !other->queued.empty() || !other->local.empty()) {
+    if (!other->ctx.tasks().empty() || !other->queued.empty() || !other->local.empty() ||
+        !other->resumed.empty()) {
       return true;
     }
   }

@@ -12,6 +12,7 @@
 //
 // Prints one line per benchmark: name, median ns, min, max over --reps runs (default 7), and
 // "check OK" (exit status 1 if any check fails). Usage: sync_bench [--reps N] [--quick]
+// [--only channel|event|cv] (one kind only, e.g. under perf)
 
 #include <algorithm>
 #include <atomic>
@@ -204,18 +205,30 @@ void bench_cv(int reps, long rounds) {
 int main(int argc, char **argv) {
   int reps = 7;
   bool quick = false;
+  char const *only = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      only = argv[++i];
     } // other arguments (the runner's --benchmark_color) are ignored
   }
   long const scale = quick ? 10 : 1;
-  bench_channel(reps, 1'000'000 / scale, 1024);
-  bench_channel(reps, 1'000'000 / scale, 64);
-  bench_event(reps, 1'000'000 / scale);
-  bench_cv(reps, 200'000 / scale);
+  auto const wanted = [&](char const *name) {
+    return only == nullptr || std::strcmp(only, name) == 0;
+  };
+  if (wanted("channel")) {
+    bench_channel(reps, 1'000'000 / scale, 1024);
+    bench_channel(reps, 1'000'000 / scale, 64);
+  }
+  if (wanted("event")) {
+    bench_event(reps, 1'000'000 / scale);
+  }
+  if (wanted("cv")) {
+    bench_cv(reps, 200'000 / scale);
+  }
   std::printf(g_ok ? "all checks OK\n" : "ERROR OCCURRED: a check failed\n");
   return g_ok ? 0 : 1;
 }

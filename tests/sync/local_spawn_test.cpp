@@ -8,6 +8,8 @@
 //     breadth-first frontier: 8^5 queued children here);
 //   - priorities still hold against local spawns: high before the local normal roots, low after
 //     (the deque counts as the normal level);
+//   - tasks resumed by a task of the pool (its worker's own `resumed` deque) run before queued
+//     roots, oldest resumption first;
 //   - claimed jobs still in a deque when the pool is destroyed are dropped, not leaked (ASan and
 //     LeakSanitizer presets), and the pool's destructor waits for local roots spawned by tasks
 //     that already finished (per-worker counts).
@@ -190,6 +192,44 @@ TEST_P(local_spawn_test, the_destructor_waits_for_local_roots_of_finished_tasks)
     } // must wait for all 16, spawned and finished on either worker
     ASSERT_EQ(done.load(), 16) << "round " << round;
   }
+}
+
+task<void> parks_then_logs(order_log *log, int tag, magpie::resume_handle *out,
+                           std::atomic<int> *parked) {
+  co_await magpie::suspend([&](magpie::resume_handle h) {
+    *out = std::move(h);
+    parked->fetch_add(1);
+  });
+  log->add(tag);
+}
+
+task<void> resume_in_order(magpie::pool *p, magpie::counter *c, order_log *log,
+                           std::array<magpie::resume_handle, 3> *handles) {
+  for (int i = 0; i < 2; ++i) {
+    magpie::spawn(*p, priority::high, *c, log_tag, log, 10 + i); // queued roots
+  }
+  for (auto &h : *handles) {
+    h.resume(); // from a task of the pool: the worker's own resumed deque
+  }
+  co_return;
+}
+
+TEST_P(local_spawn_test, tasks_resumed_by_a_task_run_first_and_in_order) {
+  order_log log;
+  magpie::counter c;
+  std::array<magpie::resume_handle, 3> handles;
+  std::atomic<int> parked{0};
+  {
+    magpie::pool pool(1, GetParam());
+    for (int i = 0; i < 3; ++i) {
+      magpie::spawn(pool, c, parks_then_logs, &log, 1 + i, &handles[i], &parked);
+      ASSERT_TRUE(wait_until([&] { return parked.load() == i + 1; }));
+    }
+    magpie::sync_wait(pool, resume_in_order, &pool, &c, &log, &handles);
+    c.wait();
+  }
+  // Resumed tasks before new roots, oldest resumption first; then the high roots.
+  EXPECT_EQ(log.order, (std::vector<int>{1, 2, 3, 10, 11}));
 }
 
 INSTANTIATE_TEST_SUITE_P(pools, local_spawn_test,

@@ -245,6 +245,7 @@ private:
   void wake(std::size_t index) noexcept;
   void wake_one() noexcept;
   bool local_roots_done() const noexcept;
+  std::size_t holds_pending() const noexcept;
   std::size_t local_roots_pending() const noexcept;
   void activate(detail::worker &w) noexcept;
   void deactivate(detail::worker &w) noexcept;
@@ -275,11 +276,14 @@ private:
 
   mutable std::mutex m_inflight_mutex;
   std::condition_variable m_inflight_cv;
-  std::size_t m_inflight = 0; // roots, submissions from tasks, and parked tasks (holds)
-  std::size_t m_parked = 0;   // of which parked tasks (for the destructor's diagnostic)
+  std::size_t m_inflight = 0; // roots and submissions from outside, submissions from tasks
   // Roots submitted by our own tasks are counted per worker (detail::worker); one that finished
   // off our workers is counted here.
   alignas(64) std::atomic<std::uint64_t> m_foreign_finished{0};
+  // Holds (parked tasks) are counted per worker too; these count those taken or ended off our
+  // workers (modified under m_inflight_mutex).
+  std::atomic<std::uint64_t> m_foreign_holds{0};
+  std::atomic<std::uint64_t> m_foreign_unholds{0};
   std::atomic<std::uint64_t> m_roots_submitted{0}; // from outside; a statistic (roots_submitted())
   mutable std::mutex m_observer_mutex;             // one exchange_observer at a time
   core::observer *m_observer = nullptr;            // guarded by m_observer_mutex
