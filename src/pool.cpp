@@ -670,6 +670,22 @@ void pool::run_stale_local(bool (*stale)(job const *j) noexcept) noexcept {
   MAGPIE_ASSERT(ctx != nullptr && ctx->owner() == this,
                 "pool::run_stale_local called off the pool's workers");
   core::deque<job *> &local = m_workers[ctx->index()]->local;
+  // Several at once where no thief can reach them: one store–load barrier for the batch.
+  constexpr std::int64_t batch = 16;
+  for (;;) {
+    std::int64_t const n = local.count_newest([&](job *j) { return stale(j); });
+    if (n < 2) {
+      break;
+    }
+    job *taken[batch];
+    std::int64_t const k = n < batch ? n : batch;
+    if (!local.pop_newest(k, taken)) {
+      break; // a thief is near: one at a time below
+    }
+    for (std::int64_t i = 0; i < k; ++i) {
+      taken[i]->m_run(taken[i], *ctx); // a stale job only drops what it holds
+    }
+  }
   for (;;) {
     auto const newest = local.peek();
     if (!newest.ok || !stale(newest.value)) {

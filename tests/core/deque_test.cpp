@@ -122,7 +122,9 @@ TEST(deque, wrap_around_without_growth) {
 // One owner pushes (in bursts, across ring growth) and pops; several thieves steal. Every item
 // must be taken exactly once, and each thief must see strictly increasing values (the deque's
 // contents are always increasing from top to bottom, so FIFO steals can only go up).
-void stress(int thieves, item total, std::int64_t initial_capacity) {
+// With `batched`, the owner also pops several items at once (pop_newest), which must give the
+// newest ones, newest first, or nothing.
+void stress(int thieves, item total, std::int64_t initial_capacity, bool batched = false) {
   magpie::test::watchdog dog(magpie::test::current_test_name());
   deque<item> d(initial_capacity);
   std::vector<std::atomic<int>> taken(total);
@@ -169,6 +171,22 @@ void stress(int thieves, item total, std::int64_t initial_capacity) {
       d.push(next++);
     }
     item const pops = (rng >> 40) % (burst + 1);
+    if (batched && pops >= 2) {
+      std::int64_t const n = d.count_newest([](item) { return true; });
+      std::int64_t const k = std::min<std::int64_t>(n, static_cast<std::int64_t>(pops));
+      item out[64];
+      if (k >= 2 && d.pop_newest(k, out)) {
+        for (std::int64_t i = 0; i < k; ++i) {
+          ASSERT_LT(out[i], total);
+          if (i > 0) {
+            EXPECT_EQ(out[i], out[i - 1] - 1) << "pop_newest must give consecutive newest items";
+          }
+          taken[out[i]].fetch_add(1, std::memory_order_relaxed);
+          ++owner_pops;
+        }
+        continue;
+      }
+    }
     for (item i = 0; i < pops; ++i) {
       if (auto p = d.pop()) {
         ASSERT_LT(p.value, total);
@@ -207,5 +225,34 @@ void stress(int thieves, item total, std::int64_t initial_capacity) {
 TEST(deque, stress_one_thief) { stress(1, magpie::test::scaled(300000, 100000), 4); }
 TEST(deque, stress_three_thieves) { stress(3, magpie::test::scaled(300000, 100000), 4); }
 TEST(deque, stress_seven_thieves_tiny_ring) { stress(7, magpie::test::scaled(200000, 50000), 1); }
+TEST(deque, stress_batched_pops_one_thief) {
+  stress(1, magpie::test::scaled(300000, 100000), 4, true);
+}
+TEST(deque, stress_batched_pops_three_thieves) {
+  stress(3, magpie::test::scaled(300000, 100000), 4, true);
+}
+
+TEST(deque, pop_newest_takes_the_newest_or_nothing) {
+  deque<item> d(4);
+  deque<item>::thief t(d);
+  for (item i = 0; i < 6; ++i) {
+    d.push(i);
+  }
+  EXPECT_EQ(d.count_newest([](item x) { return x >= 3; }), 3);
+  item out[4];
+  ASSERT_TRUE(d.pop_newest(3, out));
+  EXPECT_EQ(out[0], 5);
+  EXPECT_EQ(out[1], 4);
+  EXPECT_EQ(out[2], 3);
+  auto s = t.steal();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s.value, 0);
+  // Items 1 and 2 left: taking both would reach the top, where a thief may be: refused.
+  EXPECT_FALSE(d.pop_newest(2, out));
+  EXPECT_EQ(d.count_newest([](item) { return true; }), 2); // nothing was taken
+  EXPECT_EQ(d.pop().value, 2);
+  EXPECT_EQ(d.pop().value, 1);
+  EXPECT_TRUE(d.empty());
+}
 
 } // namespace

@@ -171,6 +171,50 @@ public:
     return {true, m_ring.load(std::memory_order_relaxed)->get(b - 1)}; // only the owner writes
   }
 
+  /// Owner only. How many of the newest items, counted from the bottom, satisfy `pred` (stops at
+  /// the first that does not, or at the top as last seen: a hint, as peek()).
+  template <typename Pred>
+  std::int64_t count_newest(Pred pred) const noexcept {
+    std::int64_t const b = m_bottom.load(std::memory_order_relaxed); // only the owner writes it
+    // acquire: as in peek()
+    std::int64_t const t = m_top.load(std::memory_order_acquire);
+    ring const *r = m_ring.load(std::memory_order_relaxed); // only the owner writes it
+    std::int64_t n = 0;
+    while (b - n > t && pred(r->get(b - n - 1))) {
+      ++n;
+    }
+    return n;
+  }
+
+  /// Owner only. Pops the `n` newest items at once into out[0..n), newest first, if no thief can
+  /// reach any of them (then true); otherwise pops nothing (false: use pop()). One store–load
+  /// barrier for all n (docs/protocols.md §1, "Popping several").
+  bool pop_newest(std::int64_t n, T *out) noexcept {
+    std::int64_t const old_bottom = m_bottom.load(std::memory_order_relaxed); // owner only
+    std::int64_t const b = old_bottom - n;
+    ring *r = m_ring.load(std::memory_order_relaxed); // only the owner writes it
+#if MAGPIE_ASYMMETRIC_FENCES
+    m_bottom.store(b, std::memory_order_relaxed);
+    detail::light_fence(); // as in pop()
+    std::int64_t const t = m_top.load(std::memory_order_relaxed);
+#else
+    // seq_cst: as in pop(); a thief that read the old bottom read top no later than we do, so it
+    // can only take an index <= t < b.
+    m_bottom.store(b, std::memory_order_seq_cst);
+    std::int64_t const t = m_top.load(std::memory_order_seq_cst);
+#endif
+    if (t < b) {
+      for (std::int64_t k = 0; k < n; ++k) {
+        out[k] = r->get(old_bottom - 1 - k);
+      }
+      return true;
+    }
+    // release: items remain; a thief that reads this bottom must see their slots (a relaxed
+    // store would not continue the pushes' release sequence).
+    m_bottom.store(old_bottom, std::memory_order_release);
+    return false;
+  }
+
   /// Any thread. Steals from the top.
   steal_result<T> steal() noexcept {
 #if MAGPIE_ASYMMETRIC_FENCES
