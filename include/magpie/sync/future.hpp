@@ -106,15 +106,9 @@ struct future_state : spawned {
     return m_value.take();
   }
 
-  /// Blocks the calling thread until ready, or until `deadline` (then false). Spins first, for
-  /// up to `spin_for` while the task runs (up to 1 µs while it has not started: a task that waits
-  /// for a worker to wake should not also wait for our core): a short task's reader then sees it
-  /// finish within ~0.4 µs instead of a futex wake-up, for at most 5 µs of CPU.
+  /// Blocks the calling thread until ready, or until `deadline` (then false).
   template <typename Clock, typename Duration>
   bool wait_until(std::chrono::time_point<Clock, Duration> const *deadline) {
-    if (spin_until_ready()) {
-      return true;
-    }
     std::uintptr_t w = m_word.load(std::memory_order_acquire); // acquire: as in ready()
     if (w == done) {
       return true;
@@ -135,28 +129,6 @@ struct future_state : spawned {
       return true;
     }
     return slot.cv.wait_until(lock, *deadline, is_done);
-  }
-
-  static constexpr std::chrono::microseconds spin_for{5};
-  static constexpr std::chrono::microseconds spin_unstarted{1};
-
-  /// Polls the word (see wait_until); true if the result became ready.
-  bool spin_until_ready() const noexcept {
-    auto const start = std::chrono::steady_clock::now();
-    for (;;) {
-      for (int i = 0; i < 64; ++i) {
-        if (ready()) {
-          return true;
-        }
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-      }
-      auto const spun = std::chrono::steady_clock::now() - start;
-      if (spun >= spin_for || (spun >= spin_unstarted && !this->claimed())) {
-        return false;
-      }
-    }
   }
 
   /// Under no lock: enqueue a waiting task unless the result is ready (then true).

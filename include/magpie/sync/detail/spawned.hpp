@@ -280,11 +280,6 @@ struct spawned : core::job, core::root_block {
     p->finish_root(m_local); // the pool's destructor may proceed once this returns
   }
 
-  /// True once the task has been claimed to run (started by the pool's job, or helped): a hint.
-  bool claimed() const noexcept {
-    return m_claim.load(std::memory_order_relaxed) != unclaimed; // a hint: no edge
-  }
-
   /// Completion by a helper that is itself the one reader (a future awaited and helped): the
   /// result is already where the reader looks and nobody else waits, so nothing is published.
   void complete_as_reader() noexcept {
