@@ -375,9 +375,9 @@ pool::~pool() {
     // Roots, submissions from tasks (resume_on) and parked tasks alike: after this wait no
     // submitter touches the pool again, and every job pushed to a queue was pushed before m_stop
     // (§5.1). Tasks parked on a primitive that never releases them keep us waiting: say so once.
-    // Roots spawned by the pool's own tasks are counted apart (per worker, lock-free); their
-    // last decrement notifies under this mutex, so the predicate cannot miss it.
-    // Parked tasks first, then local roots (docs/protocols.md §9.1 for both counts).
+    // Roots spawned by the pool's own tasks and parked tasks are counted apart (per worker,
+    // lock-free); a finish or an end of hold that sees `closing` notifies under this mutex, so the
+    // predicate cannot miss it. Parked tasks first, then local roots (protocols §7, §9.1).
     auto const drained = [&] {
       return m_inflight == 0 && holds_pending() == 0 && local_roots_done();
     };
