@@ -665,37 +665,46 @@ bool pool::withdraw_root(job *j, std::size_t worker, priority p) noexcept {
   return m_workers[worker]->queued.withdraw(j, p);
 }
 
-void pool::run_stale_local(bool (*stale)(job const *j) noexcept) noexcept {
+void pool::run_stale_local(job const *newest, bool (*stale)(job const *j) noexcept) noexcept {
   core::context *const ctx = core::this_context();
-  MAGPIE_ASSERT(ctx != nullptr && ctx->owner() == this,
-                "pool::run_stale_local called off the pool's workers");
+  if (ctx == nullptr || ctx->owner() != this) {
+    return; // the reader moved to another pool meanwhile (resume_on): its old worker drops them
+  }
   core::deque<job *> &local = m_workers[ctx->index()]->local;
-  // Several at once where no thief can reach them: one store–load barrier for the batch.
+  if (local.newest() != newest) {
+    return; // not (yet) at the bottom: a later call, or the worker's loop, drops it
+  }
+  // A job is looked at only once it is ours (popped): a thief may take any item we have not
+  // popped, run it and free what it points to. One that is not stale goes back where it was
+  // (the bottom: the pops made room, so the push cannot need to grow the ring).
   constexpr std::int64_t batch = 16;
   for (;;) {
-    std::int64_t const n = local.count_newest([&](job *j) { return stale(j); });
-    if (n < 2) {
-      break;
-    }
-    job *taken[batch];
-    std::int64_t const k = n < batch ? n : batch;
-    if (!local.pop_newest(k, taken)) {
-      break; // a thief is near: one at a time below
-    }
-    for (std::int64_t i = 0; i < k; ++i) {
-      taken[i]->m_run(taken[i], *ctx); // a stale job only drops what it holds
-    }
-  }
-  for (;;) {
-    auto const newest = local.peek();
-    if (!newest.ok || !stale(newest.value)) {
-      return;
-    }
-    auto const popped = local.pop(); // a thief may have taken it meanwhile: then it runs there
+    auto const popped = local.pop();
     if (!popped.ok) {
+      return; // empty, or a thief took the last one
+    }
+    if (!stale(popped.value)) {
+      local.push_reserved(popped.value);
       return;
     }
     popped.value->m_run(popped.value, *ctx); // a stale job only drops what it holds
+    // Then up to `batch` more at once, under one store–load barrier, if no thief can reach them
+    // (the oldest item is left to the pops above: thieves race for it).
+    std::int64_t const k = std::min<std::int64_t>(batch, local.size() - 1);
+    job *taken[batch];
+    if (k < 2 || !local.pop_newest(k, taken)) {
+      continue;
+    }
+    std::int64_t i = 0;
+    for (; i < k && stale(taken[i]); ++i) {
+      taken[i]->m_run(taken[i], *ctx);
+    }
+    if (i < k) {
+      for (std::int64_t m = k - 1; m >= i; --m) { // oldest first: the order they had
+        local.push_reserved(taken[m]);
+      }
+      return;
+    }
   }
 }
 

@@ -172,8 +172,8 @@ void stress(int thieves, item total, std::int64_t initial_capacity, bool batched
     }
     item const pops = (rng >> 40) % (burst + 1);
     if (batched && pops >= 2) {
-      std::int64_t const n = d.count_newest([](item) { return true; });
-      std::int64_t const k = std::min<std::int64_t>(n, static_cast<std::int64_t>(pops));
+      std::int64_t const k =
+          std::min<std::int64_t>({d.size(), static_cast<std::int64_t>(pops), 64});
       item out[64];
       if (k >= 2 && d.pop_newest(k, out)) {
         for (std::int64_t i = 0; i < k; ++i) {
@@ -238,7 +238,6 @@ TEST(deque, pop_newest_takes_the_newest_or_nothing) {
   for (item i = 0; i < 6; ++i) {
     d.push(i);
   }
-  EXPECT_EQ(d.count_newest([](item x) { return x >= 3; }), 3);
   item out[4];
   ASSERT_TRUE(d.pop_newest(3, out));
   EXPECT_EQ(out[0], 5);
@@ -249,7 +248,7 @@ TEST(deque, pop_newest_takes_the_newest_or_nothing) {
   EXPECT_EQ(s.value, 0);
   // Items 1 and 2 left: taking both would reach the top, where a thief may be: refused.
   EXPECT_FALSE(d.pop_newest(2, out));
-  EXPECT_EQ(d.count_newest([](item) { return true; }), 2); // nothing was taken
+  EXPECT_EQ(d.size(), 2); // nothing was taken
   EXPECT_EQ(d.pop().value, 2);
   EXPECT_EQ(d.pop().value, 1);
   EXPECT_TRUE(d.empty());

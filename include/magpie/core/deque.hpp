@@ -160,30 +160,14 @@ public:
     return out;
   }
 
-  /// Owner only. The item that pop() would return, if the deque looks non-empty (a thief may
-  /// still take it before a pop).
-  pop_result peek() const noexcept {
+  /// Owner only. The newest item as last seen, or T{} if the deque looks empty. A thief may take
+  /// it at any moment: compare it, never dereference it (pop it first).
+  T newest() const noexcept {
     std::int64_t const b = m_bottom.load(std::memory_order_relaxed); // only the owner writes it
-    // acquire: pairs with a thief's successful CAS (its slot read is done; nothing to reuse here)
-    if (m_top.load(std::memory_order_acquire) >= b) {
-      return {false, T{}};
+    if (m_top.load(std::memory_order_relaxed) >= b) {                // a hint
+      return T{};
     }
-    return {true, m_ring.load(std::memory_order_relaxed)->get(b - 1)}; // only the owner writes
-  }
-
-  /// Owner only. How many of the newest items, counted from the bottom, satisfy `pred` (stops at
-  /// the first that does not, or at the top as last seen: a hint, as peek()).
-  template <typename Pred>
-  std::int64_t count_newest(Pred pred) const noexcept {
-    std::int64_t const b = m_bottom.load(std::memory_order_relaxed); // only the owner writes it
-    // acquire: as in peek()
-    std::int64_t const t = m_top.load(std::memory_order_acquire);
-    ring const *r = m_ring.load(std::memory_order_relaxed); // only the owner writes it
-    std::int64_t n = 0;
-    while (b - n > t && pred(r->get(b - n - 1))) {
-      ++n;
-    }
-    return n;
+    return m_ring.load(std::memory_order_relaxed)->get(b - 1); // only the owner writes slots
   }
 
   /// Owner only. Pops the `n` newest items at once into out[0..n), newest first, if no thief can

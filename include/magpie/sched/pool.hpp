@@ -126,11 +126,13 @@ public:
   /// itself). True if it was taken back: it will not run. Does not end the in-flight count
   /// (finish_root still must be called). Any thread.
   bool withdraw_root(job *j, std::size_t worker, priority p) noexcept;
-  /// On a worker of this pool only: runs at once, newest first, the jobs at the bottom of the
-  /// worker's local deque for which `stale(j)` holds, stopping at the first for which it does not.
-  /// For jobs that will only drop what they hold (a spawned task its reader ran itself): the
-  /// deque cannot give up an item in the middle, so the reader trims them from the bottom.
-  void run_stale_local(bool (*stale)(job const *j) noexcept) noexcept;
+  /// On a worker of this pool (elsewhere it does nothing): if `newest` is the newest job on the
+  /// calling worker's local deque,
+  /// runs at once, newest first, the jobs at its bottom for which `stale(j)` holds, stopping at
+  /// the first for which it does not (which stays where it was). For jobs that will only drop
+  /// what they hold (a spawned task its reader ran itself): the deque cannot give up an item in
+  /// the middle, so the reader trims them from the bottom.
+  void run_stale_local(job const *newest, bool (*stale)(job const *j) noexcept) noexcept;
   /// Called once per submit_root, by the submitter, after the root has completed; `local` as
   /// submit_root reported it (false for submissions from outside the pool, e.g. sync_wait).
   void finish_root(bool local = false) noexcept;

@@ -195,7 +195,7 @@ struct future_awaitable : wait_awaitable<future_awaitable<T>> {
         s.store_exception(self.take_exception());
       }
       s.complete_as_reader(); // we are the reader: m_word stays pending (nobody reads it)
-      future_state<T>::drop_stale_jobs(*s.m_pool); // ours too, if it is at the bottom by now
+      s.drop_stale_jobs();    // ours, if it is the newest by now, and the claimed ones below it
     }
     return s.take();
   }

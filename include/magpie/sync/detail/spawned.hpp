@@ -301,10 +301,11 @@ struct spawned : core::job, core::root_block {
     }
   }
 
-  /// On a worker of `p`, after a helped task completed: runs the jobs of helped tasks that sit
-  /// at the bottom of the worker's local deque (each only drops its reference), so that a tree
-  /// of spawn-then-await tasks keeps O(depth · fan-out) states alive, not one per task.
-  static void drop_stale_jobs(sched::pool &p) noexcept { p.run_stale_local(&stale_job); }
+  /// On a worker of m_pool, after this helped task completed: if its job is the newest on the
+  /// worker's local deque, runs it and the jobs of other helped tasks below it (each only drops
+  /// its reference), so that a tree of spawn-then-await tasks keeps O(depth · fan-out) states
+  /// alive, not one per task.
+  void drop_stale_jobs() noexcept { m_pool->run_stale_local(this, &stale_job); }
 
   sched::pool *m_pool;
   std::size_t m_queue_worker = 0; ///< where submit_root queued the job (futures only)
