@@ -18,6 +18,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
@@ -230,6 +231,32 @@ TEST_P(local_spawn_test, tasks_resumed_by_a_task_run_first_and_in_order) {
   }
   // Resumed tasks before new roots, oldest resumption first; then the high roots.
   EXPECT_EQ(log.order, (std::vector<int>{1, 2, 3, 10, 11}));
+}
+
+/// A function object the state stores (its call runs on the stored copy): `this` is in the state.
+struct alignas(128) wide_fn {
+  long value = 0;
+  task<long> operator()() const {
+    co_return reinterpret_cast<std::uintptr_t>(this) % alignof(wide_fn) == 0 ? value : -1;
+  }
+};
+
+task<long> sum_wide(magpie::pool *p) {
+  long sum = 0;
+  for (long i = 1; i <= 8; ++i) {
+    wide_fn const fn{i};
+    auto f = magpie::spawn(*p, fn);
+    (void)magpie::spawn(*p, fn); // a newer one: this first is not helped at once
+    sum += co_await f;
+  }
+  co_return sum;
+}
+
+TEST_P(local_spawn_test, an_over_aligned_callable_keeps_its_alignment) {
+  magpie::pool pool(1, GetParam());
+  EXPECT_EQ(magpie::sync_wait(pool, sum_wide, &pool), 36);
+  wide_fn const fn{5};
+  EXPECT_EQ(magpie::spawn(pool, fn).get(), 5); // from a plain thread too
 }
 
 INSTANTIATE_TEST_SUITE_P(pools, local_spawn_test,

@@ -238,6 +238,10 @@ struct spawned : core::job, core::root_block {
   /// Back to the freeing thread's cache (sized: a state's dynamic type is deleted through its
   /// virtual destructor, which passes its size).
   static void operator delete(void *p, std::size_t n) noexcept { state_cache::deallocate(p, n); }
+  /// An over-aligned state (an argument declared alignas(64), say) bypasses the cache.
+  static void *operator new(std::size_t n, std::align_val_t a) { return ::operator new(n, a); }
+  /// The matching deallocation of an over-aligned state.
+  static void operator delete(void *p, std::align_val_t a) noexcept { ::operator delete(p, a); }
 
   enum claim_state : std::uint8_t { unclaimed, started, helped };
 
