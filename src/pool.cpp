@@ -306,6 +306,11 @@ void check_strand_ended(core::context &ctx) noexcept {
                "docs/protocols.md), or a magpie bug: please report it");
 }
 
+/// Adds one to a counter that only the calling thread writes: a plain store, no read-modify-write.
+void bump_own(std::atomic<std::uint64_t> &count, std::memory_order order) noexcept {
+  count.store(count.load(std::memory_order_relaxed) + 1, order);
+}
+
 constexpr unsigned spin_rounds = 64;   // failed rounds before yielding the core
 constexpr unsigned yield_rounds = 256; // failed rounds before a lazy worker tries to sleep
 } // namespace
@@ -513,9 +518,7 @@ void pool::close_submission() noexcept {
 }
 
 void pool::hold() {
-  core::context *const ctx = core::this_context();
-  detail::worker *const own =
-      ctx != nullptr && ctx->owner() == this ? m_workers[ctx->index()].get() : nullptr;
+  detail::worker *const own = calling_worker();
   if (own == nullptr) {
     // Off our workers: under the mutex, as the destructor's predicate (which thus sees it or has
     // already decided).
@@ -529,7 +532,7 @@ void pool::hold() {
   }
   // One writer: a plain store. seq_cst, with the load of m_closing: either the destructor's
   // predicate sees this hold, or we see closing and decide under the mutex (§9.1).
-  own->holds.store(own->holds.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+  bump_own(own->holds, std::memory_order_seq_cst);
   if (!m_closing.load(std::memory_order_seq_cst)) [[likely]] {
     return;
   }
@@ -537,8 +540,7 @@ void pool::hold() {
   // While anything else is in flight the destructor is still waiting, so our hold is safe; if
   // ours is all there is, it may have decided before our store: take it back and refuse.
   if (m_inflight == 0 && holds_pending() == 1 && local_roots_done()) {
-    own->unholds.store(own->unholds.load(std::memory_order_relaxed) + 1,
-                       std::memory_order_seq_cst); // seq_cst: as above
+    bump_own(own->unholds, std::memory_order_seq_cst); // seq_cst: as above
     m_inflight_cv.notify_all(); // under the lock; the destructor may have seen our hold
     throw pool_closed();
   }
@@ -550,20 +552,18 @@ void pool::resubmit(job *j, std::size_t worker) noexcept {
                "a suspended task was resumed on a worker index its pool does not have");
   if (worker == core::ext::any_worker) {
 #if !MAGPIE_ASYMMETRIC_FENCES // (a steal there pays a heavy fence: keep this path for pops)
-    core::context *const ctx = core::this_context();
-    if (ctx != nullptr && ctx->owner() == this) {
+    if (detail::worker *const own = calling_worker()) {
       // A task of ours resumed it: keep it on our worker, lock-free, without a wake-up (we are
       // active, so a thief is awake: §6); idle thieves take it if we stay busy. The push cannot
       // fail once room is reserved; if reserving fails (no memory), use the locked queue below.
-      detail::worker &self = *m_workers[ctx->index()];
       bool reserved = true;
       try {
-        self.resumed.reserve_one();
+        own->resumed.reserve_one();
       } catch (...) {
         reserved = false;
       }
       if (reserved) {
-        self.resumed.push_reserved(j); // release: publishes the job to a thief (as a fork's push)
+        own->resumed.push_reserved(j); // release: publishes the job to a thief (as a fork's push)
         unhold();                      // on our worker: the pool outlives this call
         return;
       }
@@ -581,13 +581,11 @@ void pool::resubmit(job *j, std::size_t worker) noexcept {
 }
 
 void pool::unhold() noexcept {
-  core::context *const ctx = core::this_context();
-  if (ctx != nullptr && ctx->owner() == this) {
+  if (detail::worker *const own = calling_worker()) {
     // On our worker the pool outlives this call (its destructor joins us): count without the
     // mutex (one writer: a plain store), then notify under it if the destructor waits. seq_cst:
     // as in hold() (the destructor's predicate sees the count, or we see closing).
-    std::atomic<std::uint64_t> &unholds = m_workers[ctx->index()]->unholds;
-    unholds.store(unholds.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+    bump_own(own->unholds, std::memory_order_seq_cst);
     if (m_closing.load(std::memory_order_seq_cst)) {
       std::lock_guard lock(m_inflight_mutex);
       m_inflight_cv.notify_all();
@@ -601,29 +599,40 @@ void pool::unhold() noexcept {
   m_inflight_cv.notify_all(); // under the lock: the destructor cannot free the cv before this
 }
 
-std::size_t pool::holds_pending() const noexcept {
-  // Ends first, then starts: as local_roots_pending (a hold happens before its end, through the
-  // parked task's hand-off to whoever ends it).
-  std::uint64_t ended = m_foreign_unholds.load(std::memory_order_seq_cst);
+std::size_t pool::pending(std::atomic<std::uint64_t> const *foreign_ends,
+                          std::atomic<std::uint64_t> detail::worker::*ends,
+                          std::atomic<std::uint64_t> const *foreign_starts,
+                          std::atomic<std::uint64_t> detail::worker::*starts) const noexcept {
+  // Ends first, then starts (docs/protocols.md §7, §9.1): every end we count was caused by a
+  // start that happened before it, which the later loads see (the ends' stores are releases, our
+  // loads acquires), so the starts we count are never fewer; equal sums mean none was pending
+  // between the two passes. seq_cst loads: see finish_root and hold.
+  std::uint64_t ended = foreign_ends->load(std::memory_order_seq_cst);
   for (auto const &w : m_workers) {
-    ended += w->unholds.load(std::memory_order_seq_cst);
+    ended += ((*w).*ends).load(std::memory_order_seq_cst);
   }
-  std::uint64_t started = m_foreign_holds.load(std::memory_order_seq_cst);
+  std::uint64_t started =
+      foreign_starts != nullptr ? foreign_starts->load(std::memory_order_seq_cst) : 0;
   for (auto const &w : m_workers) {
-    started += w->holds.load(std::memory_order_seq_cst);
+    started += ((*w).*starts).load(std::memory_order_seq_cst);
   }
   return static_cast<std::size_t>(started - ended);
 }
 
+std::size_t pool::holds_pending() const noexcept {
+  return pending(&m_foreign_unholds, &detail::worker::unholds, &m_foreign_holds,
+                 &detail::worker::holds);
+}
+
 std::size_t pool::submit_root(job *j, priority p, bool *local) {
-  bool const own = is_worker_thread();
+  detail::worker *const self = calling_worker();
+  bool const own = self != nullptr;
   if (own) {
     // A task of ours spawning: its own root is in flight, so the destructor is still waiting
     // and accepts this one too, even while closing (a spawned task that spawns more is waited
     // for). Counted on our worker's own counter (one writer: a plain store). release: a reader
     // that sees a finish caused by this root (through the job's hand-off) sees this count too.
-    std::atomic<std::uint64_t> &spawned = m_workers[core::this_context()->index()]->roots_spawned;
-    spawned.store(spawned.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    bump_own(self->roots_spawned, std::memory_order_release);
   } else {
     m_roots_submitted.fetch_add(1, std::memory_order_relaxed); // a statistic: no edge
     // Counted in flight until finish_root(), after the root has completed.
@@ -641,7 +650,7 @@ std::size_t pool::submit_root(job *j, priority p, bool *local) {
   // while we run tasks at least one thief is awake (docs/protocols.md §6). At normal priority it
   // goes to the worker's local deque (lock-free; newest first for the owner, oldest first for
   // thieves), as a forked child's continuation would (§9.2).
-  std::size_t const index = own ? core::this_context()->index() : choose_worker();
+  std::size_t const index = own ? self->ctx.index() : choose_worker();
   try {
     if (own && p == priority::normal) {
       m_workers[index]->local.push(j); // release: publishes the job to a thief (as a fork's push)
@@ -666,11 +675,11 @@ bool pool::withdraw_root(job *j, std::size_t worker, priority p) noexcept {
 }
 
 void pool::run_stale_local(job const *newest, bool (*stale)(job const *j) noexcept) noexcept {
-  core::context *const ctx = core::this_context();
-  if (ctx == nullptr || ctx->owner() != this) {
+  detail::worker *const own = calling_worker();
+  if (own == nullptr) {
     return; // the reader moved to another pool meanwhile (resume_on): its old worker drops them
   }
-  core::deque<job *> &local = m_workers[ctx->index()]->local;
+  core::deque<job *> &local = own->local;
   if (local.newest() != newest) {
     return; // not (yet) at the bottom: a later call, or the worker's loop, drops it
   }
@@ -687,7 +696,7 @@ void pool::run_stale_local(job const *newest, bool (*stale)(job const *j) noexce
       local.push_reserved(popped.value);
       return;
     }
-    popped.value->m_run(popped.value, *ctx); // a stale job only drops what it holds
+    popped.value->m_run(popped.value, own->ctx); // a stale job only drops what it holds
     // Then up to `batch` more at once, under one store–load barrier, if no thief can reach them
     // (the oldest item is left to the pops above: thieves race for it).
     std::int64_t const k = std::min<std::int64_t>(batch, local.size() - 1);
@@ -697,7 +706,7 @@ void pool::run_stale_local(job const *newest, bool (*stale)(job const *j) noexce
     }
     std::int64_t i = 0;
     for (; i < k && stale(taken[i]); ++i) {
-      taken[i]->m_run(taken[i], *ctx);
+      taken[i]->m_run(taken[i], own->ctx);
     }
     if (i < k) {
       for (std::int64_t m = k - 1; m >= i; --m) { // oldest first: the order they had
@@ -713,13 +722,11 @@ void pool::finish_root(bool local) noexcept {
     close_submission();
     return;
   }
-  core::context *const ctx = core::this_context();
-  if (ctx != nullptr && ctx->owner() == this) {
+  if (detail::worker *const own = calling_worker()) {
     // One writer per counter: a plain store. seq_cst: with the load of m_closing below and the
     // destructor's store of it and its loads of the counts, either we see closing (and notify),
     // or the destructor's predicate sees this count. Also a release of the root's work.
-    std::atomic<std::uint64_t> &finished = m_workers[ctx->index()]->roots_finished;
-    finished.store(finished.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+    bump_own(own->roots_finished, std::memory_order_seq_cst);
   } else {
     // A local root that ended elsewhere (moved to another pool by resume_on): a shared counter,
     // under the mutex, because once the destructor sees it it may free the pool (on our own
@@ -737,20 +744,15 @@ void pool::finish_root(bool local) noexcept {
 
 bool pool::local_roots_done() const noexcept { return local_roots_pending() == 0; }
 
+detail::worker *pool::calling_worker() const noexcept {
+  core::context *const c = core::this_context();
+  return c != nullptr && c->owner() == this ? m_workers[c->index()].get() : nullptr;
+}
+
 std::size_t pool::local_roots_pending() const noexcept {
-  // Finishes first, then spawns (docs/protocols.md §9.1): every finish we count was caused by a
-  // spawn that happened before it, which the later loads see (acquire on the finishes), so the
-  // spawns we count are never fewer; equal sums mean none was pending between the two passes.
-  // seq_cst loads: see finish_root.
-  std::uint64_t finished = m_foreign_finished.load(std::memory_order_seq_cst);
-  for (auto const &w : m_workers) {
-    finished += w->roots_finished.load(std::memory_order_seq_cst);
-  }
-  std::uint64_t spawned = 0;
-  for (auto const &w : m_workers) {
-    spawned += w->roots_spawned.load(std::memory_order_seq_cst);
-  }
-  return static_cast<std::size_t>(spawned - finished);
+  // Local roots start only on our workers (submit_root from a task of ours).
+  return pending(&m_foreign_finished, &detail::worker::roots_finished, nullptr,
+                 &detail::worker::roots_spawned);
 }
 
 std::uint64_t pool::roots_submitted() const noexcept {

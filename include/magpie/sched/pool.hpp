@@ -249,6 +249,12 @@ private:
   bool local_roots_done() const noexcept;
   std::size_t holds_pending() const noexcept;
   std::size_t local_roots_pending() const noexcept;
+  std::size_t pending(std::atomic<std::uint64_t> const *foreign_ends,
+                      std::atomic<std::uint64_t> detail::worker::*ends,
+                      std::atomic<std::uint64_t> const *foreign_starts,
+                      std::atomic<std::uint64_t> detail::worker::*starts) const noexcept;
+  /// This pool's worker that runs the calling thread, or null.
+  detail::worker *calling_worker() const noexcept;
   void activate(detail::worker &w) noexcept;
   void deactivate(detail::worker &w) noexcept;
   void become_active() noexcept;
