@@ -220,6 +220,62 @@ TEST(stack, release_and_adopt_move_a_chain_between_stacks) {
   EXPECT_EQ(get_stack_stats().bytes_live, before.bytes_live);
 }
 
+TEST(stack, a_chain_begun_after_a_park_starts_with_an_exact_stacklet) {
+  auto const before = get_stack_stats();
+  {
+    stack s;
+    s.ensure();
+    void *parked_frame = s.allocate(300);
+    void *probe = s.allocate(20000); // grows the chain: a cached segment stays above once freed
+    s.deallocate(probe);
+    auto const at_park = get_stack_stats();
+    stacklet *parked = s.release(/*small_next=*/true);
+    EXPECT_EQ(get_stack_stats().stacklets_live, at_park.stacklets_live - 1)
+        << "a parked chain kept its cached empty segment";
+    EXPECT_EQ(parked->prev(), nullptr);
+
+    // The next chain's first stacklet is exactly the first frame (rounded to 16) plus a header.
+    auto const mid = get_stack_stats();
+    void *first = s.allocate(200);
+    EXPECT_EQ(get_stack_stats().stacklets_allocated, mid.stacklets_allocated + 1);
+    EXPECT_EQ(get_stack_stats().bytes_live,
+              mid.bytes_live + sizeof(stacklet) + stack::round_up(200));
+    // The segment above it has at least handoff_capacity bytes, not twice a tiny one.
+    void *second = s.allocate(16);
+    EXPECT_EQ(get_stack_stats().bytes_live, mid.bytes_live + 2 * sizeof(stacklet) +
+                                                stack::round_up(200) + stack::handoff_capacity);
+    std::memset(first, 1, 200);
+    std::memset(second, 2, 16);
+    s.deallocate(second);
+    s.deallocate(first);
+    EXPECT_TRUE(s.empty());
+
+    // A frame larger than everything still fits in one exact stacklet.
+    stacklet *chain = s.release(/*small_next=*/true);
+    auto const big_mid = get_stack_stats();
+    void *big = s.allocate(40000);
+    EXPECT_EQ(get_stack_stats().bytes_live, big_mid.bytes_live + sizeof(stacklet) + 40000);
+    s.deallocate(big);
+    stacklet::destroy_empty_chain(chain);
+
+    // A release that is not a park keeps the full-sized first stacklet for the next chain.
+    stacklet *again = s.release();
+    auto const full_mid = get_stack_stats();
+    void *q = s.allocate(64);
+    EXPECT_EQ(get_stack_stats().bytes_live,
+              full_mid.bytes_live + sizeof(stacklet) + stack::initial_capacity);
+    s.deallocate(q);
+    stacklet::destroy_empty_chain(again);
+
+    stack other;
+    other.adopt(parked);
+    EXPECT_TRUE(other.is_top(parked_frame, 300));
+    other.deallocate(parked_frame);
+  }
+  EXPECT_EQ(get_stack_stats().stacklets_live, before.stacklets_live) << "a chain leaked";
+  EXPECT_EQ(get_stack_stats().bytes_live, before.bytes_live);
+}
+
 TEST(stack, context_reuses_its_spare_chain) {
   auto const before = get_stack_stats();
   {

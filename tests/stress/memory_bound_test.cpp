@@ -1,7 +1,7 @@
 // tests/stress/memory_bound_test.cpp — the stack-memory bound M_P ≤ (2c+3)·P·M_1 (the libfork
 // paper's Theorem 2), measured on fib, on a deep chain, and on an adversarial tree that forces
 // steals of deep tasks, at P = 1…8; and fib beside 2,000 tasks parked on an event (the bound
-// holds for the fork–join part; the parked tasks hold only their own small stacklets).
+// holds for the fork–join part; each parked task holds one stacklet of its frame's size).
 //
 // Definitions (what is measured and what c is):
 //
@@ -23,6 +23,9 @@
 //       top is at least 7/8 full (an allocation ≤ s0/8 did not fit), each stacklet is twice the
 //       one below, and at most one empty stacklet is cached above the top, so the chain is at most
 //       (1 + 2 + 4)·(8/7)·(1 + h/(s0 − h))·L < 9·L, h = 64 being a stacklet header.
+//       A chain begun after a park starts with a stacklet of exactly its first frame (full, so
+//       ≤ L) and then grows 1 KiB, 2 KiB + h, … up to s0-sized ones: those below s0 (and the
+//       cached one) total under 3·s0, and from s0 on the argument above applies unchanged.
 //   (2) A chain with L > 0 holds at least one frame, so L ≥ f and 3·s0 ≤ 3⌈s0/f⌉·L: such a chain
 //       is at most c·L. Empty chains are a worker's current stack or its spare: at most 2P of
 //       them, at most 3·s0 each.
@@ -59,7 +62,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -258,11 +263,13 @@ TEST(memory_bound, AdversarialStolenSpine) {
 
 // ---------------------------------------------------------------------------------------------
 // With tasks parked (issue 9, item 6): K tasks wait on an event, on the same pool, for the whole
-// run. A parked task holds only its own stacklets (one hand-off chain: a first stacklet of
-// stack::handoff_capacity + header = 1 KiB); the fork–join part of the program must still obey
-// the bound, charged with everything but what the parked tasks provably hold:
-// M_P = peak − (bytes live before the pool) − K · (one hand-off stacklet). The workers' chains and
-// the waiting root's chain are charged to the fork–join part (conservative).
+// run. A parked task holds only its own stacklets: the chain begun after the previous park, whose
+// first stacklet has exactly the size of its first frame (the parked task's) plus a header; the
+// fork–join part of the program must still obey the bound, charged with everything but what the
+// parked tasks provably hold: M_P = peak − (bytes live before the pool) − K · (one such stacklet).
+// The size of that stacklet is read from the stacklet allocator while the tasks park (the size
+// allocated most often, at least K/2 times). The workers' chains and the waiting root's chain are
+// charged to the fork–join part (conservative).
 
 magpie::task<long> parked_waiter(magpie::event *ev) {
   co_await ev->wait();
@@ -282,25 +289,70 @@ magpie::task<long> park_many(magpie::event *ev, int k) {
   co_return sum;
 }
 
+/// Stacklet allocator hooks that count allocations by size while `recording` is set.
+struct size_recorder {
+  static inline std::atomic<bool> recording{false};
+  static inline std::mutex mutex;
+  static inline std::map<std::size_t, std::size_t> counts; // bytes -> allocations
+
+  static void *allocate(std::size_t bytes) {
+    if (recording.load(std::memory_order_relaxed)) { // a test flag: the mutex orders the map
+      std::lock_guard lock(mutex);
+      ++counts[bytes];
+    }
+    return magpie::core::detail::default_stacklet_allocate(bytes);
+  }
+  static void deallocate(void *p, std::size_t bytes) noexcept {
+    magpie::core::detail::default_stacklet_deallocate(p, bytes);
+  }
+  /// The size allocated most often if that was at least `k` times, else 0.
+  static std::size_t most_frequent(std::size_t k) {
+    std::lock_guard lock(mutex);
+    auto best = std::max_element(counts.begin(), counts.end(),
+                                 [](auto const &a, auto const &b) { return a.second < b.second; });
+    return best != counts.end() && best->second >= k ? best->first : 0;
+  }
+};
+
 struct parked_measurement {
   measurement fork_join;    // peak above the parked state, hand-offs
   std::size_t parked_bytes; // stacklet bytes the parked tasks (and the waiting root) hold
+  std::size_t per_parked;   // bytes of the stacklet each parked task holds
 };
 
 parked_measurement measure_with_parked(std::size_t workers, int k, int n) {
   parked_measurement m{};
   auto const live_before = magpie::core::get_stack_stats().bytes_live;
   {
+    magpie::core::stacklet_allocator const previous = magpie::core::set_stacklet_allocator(
+        {&size_recorder::allocate, &size_recorder::deallocate}); // no pool runs yet
+    struct restore { // destroyed after the pool below: the hooks go back once no pool runs
+      magpie::core::stacklet_allocator hooks;
+      ~restore() { magpie::core::set_stacklet_allocator(hooks); }
+    } const put_back{previous};
+    {
+      std::lock_guard lock(size_recorder::mutex);
+      size_recorder::counts.clear();
+    }
     magpie::busy_pool pool(workers);
     magpie::event ev;
     long parked_sum = 0;
+    size_recorder::recording.store(true);
     std::thread holder([&] { parked_sum = magpie::sync_wait(pool, park_many, &ev, k); });
     auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (ev.waiting() < static_cast<std::size_t>(k) &&
            std::chrono::steady_clock::now() < deadline) {
       std::this_thread::yield();
     }
+    size_recorder::recording.store(false);
     EXPECT_EQ(ev.waiting(), static_cast<std::size_t>(k));
+    // All but a few: a waiter that parks first on a worker's chain keeps that chain (the root's,
+    // or a thief's after a steal), which is charged to the fork–join part.
+    m.per_parked = size_recorder::most_frequent(static_cast<std::size_t>(k) / 2);
+    // One stacklet per parked task, exactly its frame and a header (not a 16 KiB first stacklet,
+    // nor the 1 KiB one of the design before exact sizing).
+    EXPECT_GT(m.per_parked, sizeof(stacklet));
+    EXPECT_LE(m.per_parked, sizeof(stacklet) + 512);
     auto const live_parked = magpie::core::get_stack_stats().bytes_live;
     m.parked_bytes = live_parked - live_before;
     std::uint64_t handoffs_before = 0;
@@ -310,7 +362,7 @@ parked_measurement measure_with_parked(std::size_t workers, int k, int n) {
     magpie::core::reset_stack_peak();
     long const r = magpie::sync_wait(pool, fib, n);
     m.fork_join.peak = magpie::core::get_stack_stats().bytes_peak - live_before -
-                       static_cast<std::size_t>(k) * (stack::handoff_capacity + sizeof(stacklet));
+                       static_cast<std::size_t>(k) * m.per_parked;
     for (auto const &st : pool.stats()) {
       m.fork_join.steals += st.steals;
       m.fork_join.handoffs += st.handoffs;
@@ -328,11 +380,11 @@ parked_measurement measure_with_parked(std::size_t workers, int k, int n) {
 TEST(memory_bound, FibBesideParkedTasks) {
   int const n = sanitized ? 20 : 25;
   int const k = sanitized ? 200 : 2000;
-  std::size_t const per_parked = stack::handoff_capacity + sizeof(stacklet);
   parked_measurement const one = measure_with_parked(1, k, n);
   ASSERT_GT(one.fork_join.peak, 0u);
-  std::printf("  fib beside %d parked tasks: M_1 = %zu bytes; parked tasks hold %.1f bytes each\n",
-              k, one.fork_join.peak, static_cast<double>(one.parked_bytes) / k);
+  std::printf("  fib beside %d parked tasks: M_1 = %zu bytes; each parked task holds one %zu-byte "
+              "stacklet (%.1f bytes each with the workers' and the root's chains)\n",
+              k, one.fork_join.peak, one.per_parked, static_cast<double>(one.parked_bytes) / k);
   for (std::size_t p = 1; p <= 4; ++p) {
     parked_measurement const mp = measure_with_parked(p, k, n);
     double const ratio = static_cast<double>(mp.fork_join.peak) /
@@ -347,7 +399,7 @@ TEST(memory_bound, FibBesideParkedTasks) {
     EXPECT_LE(static_cast<double>(mp.fork_join.peak), env) << "P=" << p;
     // Parked tasks hold their own hand-off chains and nothing more: one small first stacklet each,
     // plus the waiting root's and the workers' chains (at most 3 first stacklets per worker).
-    EXPECT_LE(mp.parked_bytes, static_cast<std::size_t>(k) * per_parked + 3 * (p + 1) * s0)
+    EXPECT_LE(mp.parked_bytes, static_cast<std::size_t>(k) * mp.per_parked + 3 * (p + 1) * s0)
         << "P=" << p;
   }
   std::fflush(stdout);

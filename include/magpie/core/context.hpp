@@ -256,9 +256,9 @@ public:
   bool renew_stack_here() noexcept { return m_stack.renew_here(); }
 
   /// Gives the current chain away (a suspended task lives on it) and continues on the spare one,
-  /// or on none: the next allocation then creates a fresh first stacklet — a small one if
-  /// `parked` (the chain went to a task suspended on a waiting primitive: chains begun after that
-  /// tend to be parked too, and a small first segment keeps each one cheap), a full-sized one
+  /// or on none: the next allocation then creates a fresh first stacklet — one of exactly that
+  /// allocation's size if `parked` (the chain went to a task suspended on a waiting primitive:
+  /// chains begun after that tend to be parked too, and then hold one frame), a full-sized one
   /// otherwise (a join's hand-off in fork–join work, where depth matters more).
   stacklet *release_stack(bool parked = false) noexcept {
     bump(counter::handoffs);

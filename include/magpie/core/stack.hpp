@@ -22,7 +22,9 @@ namespace magpie::core {
 /// Hooks through which stacklets are allocated (tests inject failures here). `allocate` may throw
 /// (e.g. std::bad_alloc); a throw surfaces at the fork/call that needed the memory.
 struct stacklet_allocator {
-  void *(*allocate)(std::size_t bytes); ///< returns at least `bytes` bytes aligned to 64, or throws
+  /// Returns at least `bytes` bytes, or throws: aligned to 64 if `bytes` ≥ 4,096, else to at
+  /// least 16 (the default allocator's choice; stronger alignment is always fine).
+  void *(*allocate)(std::size_t bytes);
   /// Frees what `allocate` returned, given the same `bytes`.
   void (*deallocate)(void *ptr, std::size_t bytes) noexcept;
 };
@@ -37,10 +39,24 @@ struct stack_stats {
 
 namespace detail {
 
+/// Stacklets smaller than this come from plain operator new (aligned to
+/// __STDCPP_DEFAULT_NEW_ALIGNMENT__, at least stacklet::alignment): an over-aligned allocation
+/// of a few hundred bytes costs glibc up to the alignment again in padding and split-off remnants
+/// (measured: 458 instead of 298 resident bytes per 272-byte stacklet). Larger ones are aligned
+/// to 64 so that their data starts on a cache line.
+inline constexpr std::size_t small_stacklet_bytes = 4096;
+
 inline void *default_stacklet_allocate(std::size_t bytes) {
+  if (bytes < small_stacklet_bytes) {
+    return ::operator new(bytes);
+  }
   return ::operator new(bytes, std::align_val_t{64});
 }
-inline void default_stacklet_deallocate(void *ptr, std::size_t) noexcept {
+inline void default_stacklet_deallocate(void *ptr, std::size_t bytes) noexcept {
+  if (bytes < small_stacklet_bytes) {
+    ::operator delete(ptr);
+    return;
+  }
   ::operator delete(ptr, std::align_val_t{64});
 }
 
@@ -155,10 +171,12 @@ private:
   std::size_t m_capacity;     // usable bytes after the header
   std::byte *m_saved_sp;      // the bump pointer, valid while this is not the top of a live stack
   [[maybe_unused]] std::byte
-      m_pad[64 - 4 * sizeof(void *)]; // 64-byte header: the data starts cache-aligned
+      m_pad[64 - 4 * sizeof(void *)]; // 64-byte header: data cache-aligned in a 64-aligned block
 };
 
 static_assert(sizeof(stacklet) == 64);
+static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= stacklet::alignment,
+              "small stacklets come from plain operator new (detail::small_stacklet_bytes)");
 
 /// A worker's stack: the bump pointer of the top stacklet, cached for speed. Not thread-safe: only
 /// the worker that holds the stack touches it.
@@ -167,10 +185,11 @@ public:
   /// Usable bytes of a chain's first stacklet (four pages with the header): deep enough that
   /// recursions of typical depth never cross a stacklet boundary.
   static constexpr std::size_t initial_capacity = 16384 - sizeof(stacklet);
-  /// Usable bytes of the first stacklet of a chain begun after the worker handed its chain to a
-  /// task parked on a waiting primitive (one kibibyte with the header): see release(). Such
-  /// chains often end up parked themselves (spawned tasks that wait): a small first segment keeps
-  /// each parked task cheap, and a chain that turns out deep grows geometrically as any other.
+  /// A chain begun after the worker handed its chain to a task parked on a waiting primitive
+  /// starts with a stacklet of exactly its first frame's size (see release()): such chains often
+  /// end up parked themselves (spawned tasks that wait), and then hold only that frame and a
+  /// header. The segment above such a small one has at least `handoff_capacity` usable bytes (one
+  /// kibibyte with the header), and a chain that turns out deep grows geometrically from there.
   static constexpr std::size_t handoff_capacity = 1024 - sizeof(stacklet);
 
   stack() = default;
@@ -255,11 +274,17 @@ public:
   }
 
   /// Detaches the whole chain (to hand it to a suspended task) and leaves this stack without one.
-  /// The next chain starts with `handoff_capacity` bytes if `small_next`, else `initial_capacity`.
+  /// The next chain starts with a stacklet of exactly its first allocation's size if
+  /// `small_next`, else with `initial_capacity` bytes.
+  /// A parked chain (`small_next`) also drops its cached empty segment: it holds only its frames.
   stacklet *release(bool small_next = false) noexcept {
     m_small_next = small_next;
     sync();
     stacklet *top = m_top;
+    if (small_next && top != nullptr && top->m_next != nullptr) {
+      stacklet::destroy(top->m_next);
+      top->m_next = nullptr;
+    }
     m_top = nullptr;
     m_sp = m_end = nullptr;
     return top;
@@ -303,7 +328,9 @@ private:
 
   MAGPIE_NOINLINE void *allocate_slow(std::size_t bytes) {
     if (m_top == nullptr) { // the chain was handed away and there was no spare
-      std::size_t capacity = m_small_next ? handoff_capacity : initial_capacity;
+      // After a park, the first frame gets a stacklet of exactly its size: if it parks in turn it
+      // holds its frame and a header, nothing more. Later frames grow the chain from there.
+      std::size_t capacity = m_small_next ? bytes : initial_capacity;
       while (capacity < bytes) {
         capacity = 2 * capacity + sizeof(stacklet);
       }
@@ -314,6 +341,9 @@ private:
     stacklet *next = m_top->m_next;
     if (next == nullptr || next->m_capacity < bytes) {
       std::size_t capacity = 2 * m_top->m_capacity + sizeof(stacklet); // geometric growth
+      if (capacity < handoff_capacity) { // above an exact-sized first stacklet: start at 1 KiB
+        capacity = handoff_capacity;
+      }
       while (capacity < bytes) {
         capacity *= 2;
       }
