@@ -115,5 +115,12 @@ check reactor                 reactor.pml pass safety
 check reactor.BUG_NO_RECHECK  reactor.pml fail safety -DBUG_NO_RECHECK
 check reactor.BUG_NO_POKE     reactor.pml fail safety -DBUG_NO_POKE
 
+# (f) the buffered channel: lock-free ring, registration against the pump, close in the tail word
+check channel                       channel.pml pass safety
+check channel.counted               channel.pml pass safety -DCOUNTED
+check channel.BUG_NO_RECHECK        channel.pml fail safety -DBUG_NO_RECHECK
+check channel.BUG_NO_PUMP           channel.pml fail safety -DCOUNTED -DBUG_NO_PUMP
+check channel.BUG_SEPARATE_CLOSED   channel.pml fail safety -DBUG_SEPARATE_CLOSED
+
 echo "${passed} passed, ${failures} failed"
 [ "$failures" = 0 ]

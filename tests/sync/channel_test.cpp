@@ -2,9 +2,12 @@
 // capacity (0 = rendezvous, 1, 4, 64), every value received exactly once with the sum checked;
 // tracked values moved, never copied, nothing leaked; move-only values; close() while tasks wait
 // (receivers get nullopt, senders false); destruction while tasks wait (abandoned_wait, buffered
-// values destroyed); try_send/try_receive; FIFO order; misuse.
+// values destroyed); try_send/try_receive; FIFO order; misuse. The lock-free ring from plain
+// threads: capacities 1, 2, 3, 5, 64 with per-producer order checked, close() racing sends (no
+// value stranded), and a capacity-1 ping-pong between a task and a thread (lost wake-ups).
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -382,6 +385,163 @@ TEST(channel_plain, fifo_and_try_operations) {
   std::thread receiver([&] { EXPECT_EQ(rendezvous.receive_blocking(), std::optional<int>(7)); });
   EXPECT_TRUE(rendezvous.send_blocking(7)); // returns once the receiver has it
   receiver.join();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The lock-free ring (capacity > 0; docs/protocols.md §9.11), from plain threads: capacities 1
+// (the cell is reused at every position), non-powers of two (the % path) and a power of two.
+
+// Producers alternate try_send (retrying while full) and send_blocking; consumers alternate
+// try_receive (retrying while empty) and receive_blocking. Every value arrives once, and each
+// consumer sees each producer's values in increasing order (the ring is FIFO).
+TEST(channel_ring, threads_every_value_once_in_order_per_producer) {
+  watchdog dog(current_test_name());
+  for (std::size_t cap :
+       {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{5}, std::size_t{64}}) {
+    int const producers = 3;
+    int const consumers = 3;
+    int const per = scaled(20000, 2000);
+    channel<long> ch(cap);
+    std::vector<std::atomic<int>> seen(static_cast<std::size_t>(producers * per));
+    std::atomic<int> producing{producers};
+    std::atomic<bool> out_of_order{false};
+    std::vector<std::thread> ts;
+    for (int p = 0; p < producers; ++p) {
+      ts.emplace_back([&, p] {
+        for (int k = 0; k < per; ++k) {
+          long const v = static_cast<long>(p) * per + k;
+          if (k % 2 == 0) {
+            send_status st;
+            while ((st = ch.try_send(long{v})) == send_status::full) {
+              std::this_thread::yield();
+            }
+            EXPECT_EQ(st, send_status::sent);
+          } else {
+            EXPECT_TRUE(ch.send_blocking(v));
+          }
+        }
+        if (producing.fetch_sub(1) == 1) {
+          ch.close();
+        }
+      });
+    }
+    for (int c = 0; c < consumers; ++c) {
+      ts.emplace_back([&, c] {
+        std::vector<long> last(static_cast<std::size_t>(producers), -1);
+        for (int k = 0;; ++k) {
+          std::optional<long> v;
+          if ((k + c) % 2 == 0) {
+            v = ch.try_receive();
+            if (!v) {
+              if (ch.is_closed()) {
+                v = ch.try_receive(); // closed: empty now means empty for good
+                if (!v) {
+                  break;
+                }
+              } else {
+                std::this_thread::yield();
+                continue;
+              }
+            }
+          } else if (!(v = ch.receive_blocking())) {
+            break;
+          }
+          seen[static_cast<std::size_t>(*v)].fetch_add(1);
+          std::size_t const from = static_cast<std::size_t>(*v / per);
+          if (*v <= last[from]) {
+            out_of_order = true;
+          }
+          last[from] = *v;
+        }
+      });
+    }
+    for (auto &t : ts) {
+      t.join();
+    }
+    for (auto &n : seen) {
+      ASSERT_EQ(n.load(), 1) << "capacity " << cap;
+    }
+    EXPECT_FALSE(out_of_order.load()) << "capacity " << cap;
+    EXPECT_EQ(ch.size(), 0u);
+  }
+}
+
+// close() races with sends: every send that reported success is received (none stranded in the
+// ring after the receivers saw "closed and drained"), none that reported failure is.
+TEST(channel_ring, close_racing_sends_strands_nothing) {
+  watchdog dog(current_test_name());
+  int const rounds = scaled(300, 30);
+  for (int round = 0; round < rounds; ++round) {
+    std::size_t const cap = 1 + static_cast<std::size_t>(round % 4);
+    channel<long> ch(cap);
+    std::atomic<long> sent_sum{0};
+    std::atomic<long> received_sum{0};
+    std::vector<std::thread> ts;
+    for (int p = 0; p < 2; ++p) {
+      ts.emplace_back([&, p] {
+        for (long v = 1;; ++v) {
+          long const value = v * 2 + p;
+          if (!ch.send_blocking(value)) {
+            break;
+          }
+          sent_sum += value;
+        }
+      });
+    }
+    for (int c = 0; c < 2; ++c) {
+      ts.emplace_back([&] {
+        while (std::optional<long> v = ch.receive_blocking()) {
+          received_sum += *v;
+        }
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50 + 37 * (round % 7)));
+    ch.close();
+    for (auto &t : ts) {
+      t.join();
+    }
+    EXPECT_EQ(received_sum.load(), sent_sum.load()) << "round " << round;
+    EXPECT_EQ(ch.size(), 0u);
+  }
+}
+
+// A value at a time through two capacity-1 channels between a task and a plain thread: each side
+// waits on almost every operation (the registration's Dekker against the other side's push/pop).
+task<long> echo_task(channel<long> *in, channel<long> *out) {
+  long n = 0;
+  while (std::optional<long> v = co_await in->receive()) {
+    if (!co_await out->send(*v + 1)) {
+      co_return -1;
+    }
+    ++n;
+  }
+  out->close();
+  co_return n;
+}
+
+TEST(channel_ring, ping_pong_with_a_thread_loses_no_wake_up) {
+  watchdog dog(current_test_name());
+  long const rounds = scaled(20000, 2000);
+  for (std::size_t workers : {std::size_t{1}, std::size_t{2}}) {
+    magpie::lazy_pool pool(workers);
+    channel<long> to_task(1);
+    channel<long> to_thread(1);
+    long got = 0;
+    std::thread t([&] {
+      long v = 0;
+      for (long i = 0; i < rounds; ++i) {
+        ASSERT_TRUE(to_task.send_blocking(v));
+        std::optional<long> r = to_thread.receive_blocking();
+        ASSERT_TRUE(r.has_value());
+        v = *r;
+      }
+      to_task.close();
+      got = v;
+    });
+    EXPECT_EQ(magpie::sync_wait(pool, echo_task, &to_task, &to_thread), rounds);
+    t.join();
+    EXPECT_EQ(got, rounds);
+  }
 }
 
 std::string channel_param_name(
