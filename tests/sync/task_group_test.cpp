@@ -207,8 +207,10 @@ TEST(task_group, a_counter_destroyed_with_waiting_tasks_fails_them) {
   magpie::lazy_pool pool(1);
   auto c = std::make_unique<magpie::counter>(1);
   auto f = magpie::spawn(pool, abandoned, c.get());
-  // Wait until the task is parked on the counter (its worker has handed its stack away).
-  ASSERT_TRUE(wait_until([&] { return pool.stats()[0].handoffs >= 1; }));
+  // Wait until the task is queued on the counter. (Waiting for its worker's hand-off was not
+  // enough: the hand-off comes before the enqueue, and TSan caught the worker reading the counter
+  // after this thread had destroyed it.)
+  ASSERT_TRUE(wait_until([&] { return c->waiting() == 1; }));
   c.reset();
   EXPECT_EQ(f.get(), 1);
 }

@@ -160,6 +160,12 @@ public:
     return m_count.load(std::memory_order_acquire); // acquire: a zero seen here is as in wait()
   }
 
+  /// How many tasks wait for zero now (a snapshot, for diagnostics and tests).
+  std::size_t waiting() noexcept {
+    std::lock_guard lock(m_mutex);
+    return m_waiters.size();
+  }
+
   /// Inside a task: `co_await c.wait()` suspends until the count is zero (not at all if it is).
   /// On a plain thread: `c.wait()` blocks until then. Inside a task the result must be
   /// co_awaited (checked at run time).
