@@ -18,13 +18,8 @@
 #include <memory>
 #include <new>
 #include <optional>
-#include <thread>
 #include <type_traits>
 #include <utility>
-
-#if defined(__x86_64__) || defined(__i386__)
-#  include <immintrin.h>
-#endif
 
 #include "magpie/core/frame.hpp"
 #include "magpie/sync/detail/blocking.hpp"
@@ -136,15 +131,17 @@ public:
     m_tail.fetch_or(closed_bit, std::memory_order_seq_cst);
     detail::waiter *senders = m_senders.take_all();
     m_waiting_senders.store(0, std::memory_order_relaxed); // under the lock (see m_waiting_*)
-    waiters done;
+    detail::waiter_queue done;                             // served: released after the unlock
     if (m_ring != nullptr) {
       pump_locked(done); // receivers get what is buffered, then std::nullopt
     } else {
-      done.append_all(m_receivers.take_all()); // their slots stay empty: std::nullopt
+      while (detail::waiter *r = m_receivers.pop()) {
+        done.push(r);
+      } // their slots stay empty: std::nullopt
       m_waiting_receivers.store(0, std::memory_order_relaxed);
     }
     m_lock.unlock();
-    detail::release_all(done.head);
+    detail::release_all(done.take_all());
     detail::release_all(senders); // their m_slot stays set: not sent
   }
 
@@ -362,24 +359,6 @@ private:
     alignas(T) unsigned char bytes[sizeof(T)];
   };
 
-  /// A list of waiters to release after the unlock, oldest first.
-  struct waiters {
-    detail::waiter *head = nullptr;
-    detail::waiter *tail = nullptr;
-    void append(detail::waiter *w) noexcept {
-      w->m_next_waiter = nullptr;
-      (tail == nullptr ? head : tail->m_next_waiter) = w;
-      tail = w;
-    }
-    void append_all(detail::waiter *list) noexcept {
-      while (list != nullptr) {
-        detail::waiter *next = list->m_next_waiter;
-        append(list);
-        list = next;
-      }
-    }
-  };
-
   static constexpr std::uint64_t closed_bit = 1; ///< in m_tail, beside the position (<< 1)
 
   static void release_if(detail::waiter *w) noexcept {
@@ -393,18 +372,6 @@ private:
   }
   T *value_at(std::uint64_t pos) noexcept {
     return std::launder(reinterpret_cast<T *>(slot_at(pos).bytes));
-  }
-
-  /// Waits a moment for another thread that is half-way through a send or receive at a position
-  /// this one needs (between its claim and its publication: a move of one value).
-  static void pause(unsigned &spins) noexcept {
-    if (++spins < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-      _mm_pause();
-#endif
-    } else {
-      std::this_thread::yield(); // it was preempted
-    }
   }
 
   // ----- the ring (capacity > 0): docs/protocols.md §9.11 -----
@@ -440,7 +407,7 @@ private:
         if (pos - m_head.load(std::memory_order_relaxed) >= m_capacity) {
           return send_status::full; // that value is not claimed: capacity values are in the ring
         }
-        pause(spins); // a receive claimed it and is moving it out
+        detail::spin_pause(spins); // a receive claimed it and is moving it out
       }
       t = m_tail.load(std::memory_order_relaxed); // another send took pos (or we wait)
     }
@@ -475,7 +442,7 @@ private:
           closed = (t & closed_bit) != 0;
           return false; // empty: every claimed position is claimed by a receive too
         }
-        pause(spins); // a send claimed h and is moving its value in
+        detail::spin_pause(spins); // a send claimed h and is moving its value in
       }
       h = m_head.load(std::memory_order_relaxed); // another receive took h (or we wait)
     }
@@ -503,29 +470,31 @@ private:
   }
 
   void pump() noexcept {
-    waiters done;
+    detail::waiter_queue done; // served: released after the unlock
     m_lock.lock();
     pump_locked(done);
     m_lock.unlock();
-    detail::release_all(done.head);
+    detail::release_all(done.take_all());
   }
 
   /// Under the lock: moves values from the ring to waiting receivers and from waiting senders
   /// into the ring, oldest first, for as long as either is possible; once the channel is closed
   /// and empty, the remaining receivers get std::nullopt. The served waiters go to `done`.
-  void pump_locked(waiters &done) noexcept {
+  void pump_locked(detail::waiter_queue &done) noexcept {
     for (bool progress = true; progress;) {
       progress = false;
       while (detail::waiter *r = m_receivers.front()) {
         bool closed = false;
         if (!pop(*static_cast<std::optional<T> *>(r->m_slot), closed)) {
           if (closed) { // closed and drained: nothing more will come
-            done.append_all(m_receivers.take_all());
+            while (detail::waiter *rest = m_receivers.pop()) {
+              done.push(rest);
+            }
             m_waiting_receivers.store(0, std::memory_order_relaxed); // under the lock
           }
           break;
         }
-        done.append(m_receivers.pop());
+        done.push(m_receivers.pop());
         m_waiting_receivers.fetch_sub(1, std::memory_order_relaxed); // under the lock
         progress = true;
       }
@@ -535,7 +504,7 @@ private:
           break;
         }
         w->m_slot = nullptr; // sent
-        done.append(m_senders.pop());
+        done.push(m_senders.pop());
         m_waiting_senders.fetch_sub(1, std::memory_order_relaxed); // under the lock
         progress = true;
       }
@@ -571,7 +540,7 @@ private:
   /// The slow path of a send: sends now, or queues `w` (m_slot = &v) and returns `full`; after
   /// that return `w` may be released at any moment.
   send_status send_or_enqueue(T &v, detail::waiter &w) noexcept {
-    waiters done;
+    detail::waiter_queue done; // served: released after the unlock
     m_lock.lock();
     send_status status = send_status::full;
     if ((m_tail.load(std::memory_order_relaxed) & closed_bit) != 0) { // set under this lock
@@ -593,14 +562,14 @@ private:
       }
     }
     m_lock.unlock();
-    detail::release_all(done.head);
+    detail::release_all(done.take_all());
     return status;
   }
 
   /// The slow path of a receive: true if done (`out` filled, or closed and drained), else queues
   /// `w` (m_slot = &out) and returns false; after that return `w` may be released at any moment.
   bool receive_or_enqueue(std::optional<T> &out, detail::waiter &w) noexcept {
-    waiters done;
+    detail::waiter_queue done; // served: released after the unlock
     m_lock.lock();
     bool finished = true;
     // relaxed + fence: the Dekker of after_push (protocols §9.11).
@@ -626,7 +595,7 @@ private:
       finished = false;
     }
     m_lock.unlock();
-    detail::release_all(done.head);
+    detail::release_all(done.take_all());
     return finished;
   }
 

@@ -22,6 +22,19 @@
 
 namespace magpie::sync::detail {
 
+/// One step of a short spin on another thread's progress: a CPU pause for the first 64 steps,
+/// then a yield (the thread waited for was probably preempted). `spins` counts the steps.
+inline void spin_pause(unsigned &spins) noexcept {
+  if (spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#endif
+    ++spins;
+  } else {
+    std::this_thread::yield();
+  }
+}
+
 class lock_word {
 public:
   using value_type = std::uintptr_t;
@@ -81,14 +94,7 @@ private:
         }
         continue;
       }
-      if (spins < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-        _mm_pause();
-#endif
-        ++spins;
-      } else {
-        std::this_thread::yield();
-      }
+      spin_pause(spins);
     }
   }
 
