@@ -5,8 +5,8 @@
 # suite under ASan+UBSan and under ThreadSanitizer, the spin models and the install/consumer
 # checks; plus clang-format, the documentation build (Doxygen, warnings as errors) and clang-tidy.
 # Usage: scripts/test.sh [PRESET|docs|clang-tidy...]   (default: all eight presets and both checks)
-# Ends with the skipped tests and why, then `N passed, N failed, N skipped`; exit status 1 when
-# anything failed (a skipped test is not a failure).
+# Ends with the skipped tests and why, the failed ones by name, then `N passed, N failed, N skipped`;
+# exit status 1 when anything failed (a skipped test is not a failure).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh test
@@ -44,7 +44,7 @@ junit_counts() {
       else if (status == "disabled") { s++; out = out preset "\tdisabled (DISABLED test property; the reason is beside it in tests/)\t" name "\n" }
       else if (status == "notrun" && why ~ /^SKIP_/) {
         s++; out = out preset "\t" (reason == "" ? "skipped (no reason given)" : reason) "\t" name "\n"
-      } else f++  # failed, timed out, or could not run (e.g. a missing executable)
+      } else { f++; out = out preset "\tFAILED\t" name "\n" }  # failed, timed out, or could not run
     }
     END { printf "%d %d %d\n%s", p, f, s, out }
   ' "$1"
@@ -58,6 +58,7 @@ else
   failed=$((failed + 1)) failed_presets+=(clang-format)
 fi
 : >"$tmp/skipped"
+: >"$tmp/failed"
 # A check that is not a ctest preset: passes or fails as a whole.
 run_check() {
   local name=$1
@@ -89,7 +90,8 @@ for preset in "${presets[@]}"; do
   if [ -s "$junit" ]; then
     junit_counts "$junit" "$preset" >"$tmp/counts"
     read -r p f s <"$tmp/counts"
-    tail -n +2 "$tmp/counts" >>"$tmp/skipped"
+    tail -n +2 "$tmp/counts" | grep -v $'\tFAILED\t' >>"$tmp/skipped" || true
+    tail -n +2 "$tmp/counts" | grep $'\tFAILED\t' | cut -f1,3 >>"$tmp/failed" || true
     passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
     if ((f > 0)) && [[ " ${failed_presets[*]} " != *" $preset "* ]]; then failed_presets+=("$preset"); fi
   else
@@ -125,6 +127,11 @@ if [ -s "$tmp/skipped" ]; then
       }
     }
   ' "$tmp/skipped"
+fi
+if [ -s "$tmp/failed" ]; then
+  # Repeated at the end, where a CI log's tail shows it: the tests that failed, timed out or did not run.
+  echo "failed:"
+  awk -F'\t' '{ printf "  [%s] %s\n", $1, $2 }' "$tmp/failed"
 fi
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
 if ((${#failed_presets[@]})); then

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -21,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "common/test_support.hpp"
+#include "io/open_fds.hpp"
 #include "magpie/io.hpp"
 #include "sync/sync_support.hpp"
 
@@ -30,16 +30,6 @@ using namespace magpie::test;
 using namespace std::chrono_literals;
 using magpie::task;
 using magpie::io::clock;
-
-/// Open descriptors of this process.
-std::size_t open_fds() {
-  (void)magpie::io::reactor_statistics(); // starts the reactor: its descriptors are not leaks
-  std::size_t n = 0;
-  for ([[maybe_unused]] auto const &e : std::filesystem::directory_iterator("/proc/self/fd")) {
-    ++n;
-  }
-  return n;
-}
 
 /// A non-blocking pipe or socket pair, closed on destruction.
 struct fd_pair {
@@ -84,7 +74,7 @@ task<long> read_int(int fd) {
 using fd_test = scheduler_test;
 
 TEST_P(fd_test, a_task_waits_for_data_written_later_by_a_thread) {
-  std::size_t const fds = open_fds();
+  auto const fds = open_fds();
   {
     fd_pair p;
     side_thread writer([&] {
@@ -208,7 +198,7 @@ task<long> read_one_of(int i, std::vector<int> *fds) {
 }
 
 TEST_P(fd_test, hundreds_of_descriptors_waited_on_at_once) {
-  std::size_t const fds_before = open_fds();
+  auto const fds_before = open_fds();
   int const n = scaled(300, 60);
   {
     std::vector<std::unique_ptr<fd_pair>> pairs;

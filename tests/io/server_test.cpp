@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -29,6 +28,7 @@
 #include <gtest/gtest.h>
 
 #include "common/test_support.hpp"
+#include "io/open_fds.hpp"
 #include "loadgen.hpp"
 #include "magpie/io.hpp"
 #include "magpie_server.hpp"
@@ -37,17 +37,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using clk = std::chrono::steady_clock;
+using magpie::test::open_fds;
 using magpie::test::scaled;
-
-/// Open descriptors of this process (the reactor started first: its descriptors are not leaks).
-std::size_t open_fds() {
-  (void)magpie::io::reactor_statistics();
-  std::size_t n = 0;
-  for ([[maybe_unused]] auto const &e : std::filesystem::directory_iterator("/proc/self/fd")) {
-    ++n;
-  }
-  return n;
-}
 
 /// Polls `pred` every millisecond for at most `limit`; returns its last value.
 template <typename Pred>
@@ -216,7 +207,8 @@ protected:
   }
 
   magpie::test::watchdog m_watchdog{magpie::test::current_test_name(), std::chrono::seconds(60)};
-  std::size_t m_fds = 0, m_stacklets = 0;
+  magpie::test::fd_listing m_fds;
+  std::size_t m_stacklets = 0;
   std::unique_ptr<magpie::pool> m_pool;
   std::unique_ptr<server::magpie_server> m_srv;
 };
