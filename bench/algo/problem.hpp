@@ -13,7 +13,10 @@
 // the returned index is the position where the only match was planted (a new position each rep,
 // drawn from SplitMix64); the time of a rep is the time to the answer. Runtimes that can say when
 // the match was seen report `stop_latency_us`: from the predicate's `true` to the caller holding
-// the answer.
+// the answer. A runtime whose caller sleeps while the search runs (magpie's sync_wait on a pool)
+// also stamps `quiesced_ns` where the search has stopped — every iteration finished or skipped —
+// on the worker that ends it; `quiesce_us` (seen → stopped) then separates the algorithm's stop
+// from the operating system's wake-up of the caller (stopped → answer held).
 
 #include <algorithm>
 #include <atomic>
@@ -53,6 +56,8 @@ using bench::splitmix64;
 
 using clock_type = std::chrono::steady_clock;
 
+/// When the search had stopped, on the worker (0 = not recorded by this runtime).
+inline std::atomic<std::int64_t> quiesced_ns{0};
 /// When the find predicate saw its match (the runtime's predicate stores it; 0 = not recorded).
 inline std::atomic<std::int64_t> match_seen_ns{0};
 inline std::int64_t now_ns() {
@@ -160,12 +165,13 @@ int main_for(char const *runtime, bench::options const &o, Ops &&rt) {
     }
     std::uint64_t pos_state = 1234;
     std::size_t planted = 0;
-    std::vector<double> latency_us;
+    std::vector<double> latency_us, quiesce_us;
     auto plant = [&] {
       v[planted] = static_cast<std::int64_t>(planted);
       planted = splitmix64(pos_state) % z.n;
       v[planted] = -1;
       match_seen_ns.store(0, std::memory_order_relaxed);
+      quiesced_ns.store(0, std::memory_order_relaxed);
     };
     plant();
     int rep = 0;
@@ -175,8 +181,12 @@ int main_for(char const *runtime, bench::options const &o, Ops &&rt) {
           std::size_t const at = rt.find(v);
           std::int64_t const answered = now_ns();
           std::int64_t const seen = match_seen_ns.load(std::memory_order_relaxed);
+          std::int64_t const quiesced = quiesced_ns.load(std::memory_order_relaxed);
           if (seen != 0 && rep++ >= o.warmup) {
             latency_us.push_back(static_cast<double>(answered - seen) / 1000.0);
+            if (quiesced != 0) {
+              quiesce_us.push_back(static_cast<double>(quiesced - seen) / 1000.0);
+            }
           }
           return at;
         },
@@ -191,9 +201,19 @@ int main_for(char const *runtime, bench::options const &o, Ops &&rt) {
       std::sort(latency_us.begin(), latency_us.end());
       std::fprintf(stderr, "find: match seen → answer held: median %.1f µs, max %.1f µs\n",
                    latency_us[latency_us.size() / 2], latency_us.back());
+      std::string quiesce;
+      if (quiesce_us.size() == latency_us.size()) {
+        std::sort(quiesce_us.begin(), quiesce_us.end());
+        std::fprintf(stderr, "find: match seen → search stopped: median %.1f µs, max %.1f µs\n",
+                     quiesce_us[quiesce_us.size() / 2], quiesce_us.back());
+        char buf[96];
+        std::snprintf(buf, sizeof buf, ", \"quiesce_us_median\": %.2f, \"quiesce_us_max\": %.2f",
+                      quiesce_us[quiesce_us.size() / 2], quiesce_us.back());
+        quiesce = buf;
+      }
       std::printf("@@LATENCY {\"runtime\": \"%s\", \"stop_latency_us_median\": %.2f, "
-                  "\"stop_latency_us_max\": %.2f}\n",
-                  runtime, latency_us[latency_us.size() / 2], latency_us.back());
+                  "\"stop_latency_us_max\": %.2f%s}\n",
+                  runtime, latency_us[latency_us.size() / 2], latency_us.back(), quiesce.c_str());
     }
     return result;
   }
