@@ -22,7 +22,7 @@
 //       stacklet plus the one cached above it (2·s0) make 3·s0; otherwise every stacklet below the
 //       top is at least 7/8 full (an allocation ≤ s0/8 did not fit), each stacklet is twice the
 //       one below, and at most one empty stacklet is cached above the top, so the chain is at most
-//       (1 + 2 + 4)·(8/7)·(1 + h/(s0 − h))·L < 9·L, h = 64 being a stacklet header.
+//       (1 + 2 + 4)·(8/7)·(1 + h/(s0 − h))·L < 9·L, h ≤ 64 being a stacklet header.
 //       A chain begun after a park starts with a stacklet of exactly its first frame (full, so
 //       ≤ L) and then grows 1 KiB, 2 KiB + h, … up to s0-sized ones: those below s0 (and the
 //       cached one) total under 3·s0, and from s0 on the argument above applies unchanged.
@@ -97,8 +97,8 @@ constexpr std::size_t f_min = stack::round_up(sizeof(frame_base) + 2 * sizeof(vo
 constexpr std::size_t c = 3 * ((s0 + f_min - 1) / f_min) + 9;
 constexpr double bound = 2.0 * c + 3;
 
-static_assert(s0 >= 4096 && sizeof(stacklet) == 64,
-              "the derivation above assumes 64-byte headers on >= 4 KiB stacklets");
+static_assert(s0 >= 4096 && sizeof(stacklet) <= 64,
+              "the derivation above assumes headers of at most 64 bytes on >= 4 KiB stacklets");
 
 // ---------------------------------------------------------------------------------------------
 // The programs.

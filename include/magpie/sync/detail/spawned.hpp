@@ -144,19 +144,32 @@ using spawn_result_t = core::async_result_t<stored_t<Fn> &&, passed_t<stored_t<A
 /// on another (where the task or its reader finished); with glibc's malloc every such free goes
 /// back to the allocating thread's arena under its lock, and two workers spawning and finishing
 /// each other's tasks contended on it (skynet with a task group, 2 workers: a third of the run in
-/// futex calls). Here a block freed on a thread is reused by that thread's next spawn. Bounded:
-/// at most `cap` blocks per class per thread (beyond that, and for larger states, plain
-/// new/delete); a thread's blocks are freed when it exits. Off under AddressSanitizer, which
-/// must see every allocation to find use-after-free.
+/// futex calls). Here a block freed on a thread is reused by that thread's next spawn. Size
+/// classes are 24, 40, 56 … bytes: 64-bit glibc hands out chunks of 16·k bytes holding 16·k − 8,
+/// so a block of a class fills its chunk exactly (with 64-byte classes a 184-byte future state
+/// took a 192-byte block in a 208-byte chunk; now a 184-byte block in a 192-byte chunk). Bounded:
+/// at most `cap_bytes` of blocks per class and thread (beyond that, and for larger states, plain
+/// new/delete); a thread's blocks are freed when it exits. Off under AddressSanitizer, which must
+/// see every allocation to find use-after-free.
 class state_cache {
 public:
-  static constexpr std::size_t step = 64;   ///< size classes: multiples of 64 bytes
-  static constexpr std::size_t classes = 8; ///< up to 512 bytes
-  static constexpr std::uint32_t cap = 512; ///< blocks per class and thread (≤ 2 MiB in all)
+  static constexpr std::size_t classes = 32;          ///< blocks of 24 … 520 bytes
+  static constexpr std::size_t cap_bytes = 96 * 1024; ///< per class and thread (≤ 3 MiB in all)
+
+  /// The bytes of a block of class `c`.
+  static constexpr std::size_t block_bytes(std::size_t c) noexcept { return 16 * c + 24; }
+  /// The smallest class whose blocks hold `n` bytes (classes and beyond: too large to cache).
+  static constexpr std::size_t class_of(std::size_t n) noexcept {
+    return n <= 24 ? 0 : (n - 9) / 16;
+  }
+  /// How many free blocks of class `c` a thread keeps.
+  static constexpr std::uint32_t cap(std::size_t c) noexcept {
+    return static_cast<std::uint32_t>(cap_bytes / block_bytes(c));
+  }
 
   static void *allocate(std::size_t n) {
     if constexpr (enabled) {
-      std::size_t const c = (n - 1) / step;
+      std::size_t const c = class_of(n);
       if (c < classes) {
         lists &l = local();
         if (node *b = l.head[c]) {
@@ -164,7 +177,7 @@ public:
           --l.count[c];
           return b;
         }
-        return ::operator new((c + 1) * step);
+        return ::operator new(block_bytes(c));
       }
     }
     return ::operator new(n);
@@ -172,10 +185,10 @@ public:
 
   static void deallocate(void *p, std::size_t n) noexcept {
     if constexpr (enabled) {
-      std::size_t const c = (n - 1) / step;
+      std::size_t const c = class_of(n);
       if (c < classes) {
         lists &l = local();
-        if (!l.dead && l.count[c] < cap) {
+        if (!l.dead && l.count[c] < cap(c)) {
           l.head[c] = ::new (p) node{l.head[c]};
           ++l.count[c];
           return;
@@ -230,6 +243,11 @@ private:
   }
   static inline thread_local constinit lists state{};
 };
+static_assert(state_cache::block_bytes(state_cache::class_of(24)) == 24 &&
+              state_cache::block_bytes(state_cache::class_of(25)) == 40 &&
+              state_cache::block_bytes(state_cache::class_of(184)) == 184 &&
+              state_cache::block_bytes(state_cache::class_of(185)) == 200 &&
+              state_cache::block_bytes(state_cache::class_of(1)) == 24);
 
 /// The type-erased state of a spawned task. See the top of this file.
 struct spawned : core::job, core::root_block {
