@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "magpie/core/config.hpp"
+#include "magpie/core/detail/pause.hpp"
 #include "magpie/core/ext.hpp"
 #include "magpie/sched/registry.hpp"
 
@@ -286,14 +287,6 @@ pool_options pool_options_for(std::size_t workers) {
   pool_options o;
   o.workers = workers;
   return o;
-}
-
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
 }
 
 /// After a job or a stolen continuation returns, the worker's strand has ended: every frame left
@@ -926,7 +919,7 @@ void pool::idle(detail::worker &w) {
   w.idle.store(true, std::memory_order_relaxed); // a hint for choose_worker(): no edge
   ++w.failures;
   if (w.failures < spin_rounds) {
-    cpu_relax();
+    core::detail::cpu_pause();
     return;
   }
   if (m_policy == idle_policy::busy || w.failures < yield_rounds) {

@@ -14,15 +14,10 @@
 #include <cstdlib>
 #include <new>
 
-#if defined(__SANITIZE_THREAD__)
-#  define MAGPIE_TEST_REPLACE_NEW 0
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    define MAGPIE_TEST_REPLACE_NEW 0
-#  endif
-#endif
+#include "magpie/core/config.hpp" // MAGPIE_UNDER_TSAN
+
 #if !defined(MAGPIE_TEST_REPLACE_NEW)
-#  define MAGPIE_TEST_REPLACE_NEW 1
+#  define MAGPIE_TEST_REPLACE_NEW (!MAGPIE_UNDER_TSAN)
 #endif
 
 void *magpie_test_allocate(std::size_t bytes, std::size_t align);

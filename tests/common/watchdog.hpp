@@ -11,23 +11,15 @@
 #include <thread>
 #include <utility>
 
+#include "magpie/core/config.hpp" // MAGPIE_UNDER_ASAN, MAGPIE_UNDER_TSAN
+
 namespace magpie::test {
 
 // ---------------------------------------------------------------------------------------------
 // Build flavour: sanitizers slow everything down 5–20×; the suite keeps the same shapes but
 // smaller sizes there so that a whole preset stays well under three minutes on two cores.
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-inline constexpr bool sanitized = true;
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-inline constexpr bool sanitized = true;
-#  else
-inline constexpr bool sanitized = false;
-#  endif
-#else
-inline constexpr bool sanitized = false;
-#endif
+inline constexpr bool sanitized = MAGPIE_UNDER_TSAN || MAGPIE_UNDER_ASAN;
 
 /// `normal` in plain builds, `small` under sanitizers.
 constexpr int scaled(int normal, int small) noexcept { return sanitized ? small : normal; }

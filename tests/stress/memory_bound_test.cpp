@@ -76,17 +76,7 @@
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr bool sanitized = true;
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-constexpr bool sanitized = true;
-#  else
-constexpr bool sanitized = false;
-#  endif
-#else
-constexpr bool sanitized = false;
-#endif
+constexpr bool sanitized = MAGPIE_UNDER_TSAN || MAGPIE_UNDER_ASAN;
 
 using magpie::core::frame_base;
 using magpie::core::stack;

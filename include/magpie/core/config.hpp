@@ -15,6 +15,29 @@
 #  endif
 #endif
 
+// MAGPIE_UNDER_ASAN / MAGPIE_UNDER_TSAN: 1 in a build with AddressSanitizer / ThreadSanitizer
+// (GCC defines __SANITIZE_*__, Clang answers __has_feature), else 0. The one place that asks.
+#if defined(__SANITIZE_ADDRESS__)
+#  define MAGPIE_UNDER_ASAN 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define MAGPIE_UNDER_ASAN 1
+#  endif
+#endif
+#if !defined(MAGPIE_UNDER_ASAN)
+#  define MAGPIE_UNDER_ASAN 0
+#endif
+#if defined(__SANITIZE_THREAD__)
+#  define MAGPIE_UNDER_TSAN 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define MAGPIE_UNDER_TSAN 1
+#  endif
+#endif
+#if !defined(MAGPIE_UNDER_TSAN)
+#  define MAGPIE_UNDER_TSAN 0
+#endif
+
 #if defined(__GNUC__) || defined(__clang__)
 #  define MAGPIE_NOINLINE __attribute__((noinline))
 #  define MAGPIE_FORCEINLINE inline __attribute__((always_inline))

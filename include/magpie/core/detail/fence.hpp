@@ -16,18 +16,15 @@
 
 #include <atomic>
 
+#include "magpie/core/config.hpp"
+
 #if !defined(MAGPIE_ASYMMETRIC_FENCES)
 #  define MAGPIE_ASYMMETRIC_FENCES 0
 #endif
 #if MAGPIE_ASYMMETRIC_FENCES
-#  if defined(__SANITIZE_THREAD__) || !defined(__linux__)
+#  if MAGPIE_UNDER_TSAN || !defined(__linux__)
 #    undef MAGPIE_ASYMMETRIC_FENCES
 #    define MAGPIE_ASYMMETRIC_FENCES 0
-#  elif defined(__has_feature)
-#    if __has_feature(thread_sanitizer)
-#      undef MAGPIE_ASYMMETRIC_FENCES
-#      define MAGPIE_ASYMMETRIC_FENCES 0
-#    endif
 #  endif
 #endif
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "magpie/core/context.hpp"
+#include "magpie/core/detail/pause.hpp"
 #include "magpie/core/ext.hpp"
 
 namespace magpie::io::detail {
@@ -54,14 +55,8 @@ public:
   void lock() noexcept {
     // acquire: pairs with unlock's release; the previous holder's heap writes are ours.
     while (m_locked.exchange(true, std::memory_order_acquire)) {
-      for (unsigned spins = 0; m_locked.load(std::memory_order_relaxed); ++spins) { // no edge
-        if (spins >= 64) {
-          std::this_thread::yield();
-        } else {
-#if defined(__x86_64__) || defined(__i386__)
-          __builtin_ia32_pause();
-#endif
-        }
+      for (unsigned spins = 0; m_locked.load(std::memory_order_relaxed);) { // no edge
+        core::detail::spin_pause(spins);
       }
     }
   }

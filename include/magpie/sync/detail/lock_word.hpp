@@ -14,26 +14,12 @@
 
 #include <atomic>
 #include <cstdint>
-#include <thread>
 
-#if defined(__x86_64__) || defined(__i386__)
-#  include <immintrin.h>
-#endif
+#include "magpie/core/detail/pause.hpp"
 
 namespace magpie::sync::detail {
 
-/// One step of a short spin on another thread's progress: a CPU pause for the first 64 steps,
-/// then a yield (the thread waited for was probably preempted). `spins` counts the steps.
-inline void spin_pause(unsigned &spins) noexcept {
-  if (spins < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-    _mm_pause();
-#endif
-    ++spins;
-  } else {
-    std::this_thread::yield();
-  }
-}
+using core::detail::spin_pause; // pause 64 times, then yield (core/detail/pause.hpp)
 
 class lock_word {
 public:

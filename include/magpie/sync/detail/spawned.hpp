@@ -202,17 +202,7 @@ public:
   }
 
 private:
-#if defined(__SANITIZE_ADDRESS__)
-  static constexpr bool enabled = false;
-#elif defined(__has_feature)
-#  if __has_feature(address_sanitizer)
-  static constexpr bool enabled = false;
-#  else
-  static constexpr bool enabled = true;
-#  endif
-#else
-  static constexpr bool enabled = true;
-#endif
+  static constexpr bool enabled = !MAGPIE_UNDER_ASAN;
 
   struct node {
     node *next;
