@@ -84,6 +84,9 @@ struct ops {
   Sort sort;     ///< void(std::vector<std::uint64_t>&)
   Find find;     ///< std::size_t(std::vector<std::int64_t> const&): index of the match
 };
+/// Spelled out: Clang 16 has no class template argument deduction for aggregates (C++20 P1816).
+template <typename Reduce, typename Scan, typename Sort, typename Find>
+ops(Reduce, Scan, Sort, Find) -> ops<Reduce, Scan, Sort, Find>;
 
 template <typename Ops>
 int main_for(char const *runtime, bench::options const &o, Ops &&rt) {
