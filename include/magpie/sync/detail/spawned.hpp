@@ -153,8 +153,9 @@ using spawn_result_t = core::async_result_t<stored_t<Fn> &&, passed_t<stored_t<A
 /// see every allocation to find use-after-free.
 class state_cache {
 public:
-  static constexpr std::size_t classes = 32;          ///< blocks of 24 … 520 bytes
-  static constexpr std::size_t cap_bytes = 96 * 1024; ///< per class and thread (≤ 3 MiB in all)
+  static constexpr std::size_t classes = 32; ///< blocks of 24 … 520 bytes
+  /// Bytes of free blocks kept per class and thread (≤ 3 MiB in all).
+  static constexpr std::size_t cap_bytes = std::size_t{96} * 1024;
 
   /// The bytes of a block of class `c`.
   static constexpr std::size_t block_bytes(std::size_t c) noexcept { return 16 * c + 24; }
