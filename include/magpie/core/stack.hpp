@@ -173,8 +173,9 @@ private:
 };
 
 // Four words and no padding: a parked task's stacklet holds its frame and this header only (it was
-// padded to a cache line once; 32 bytes per parked task, and frames are packed at 16-byte steps on
-// the stack anyway, so the data's cache-line offset bought nothing measurable).
+// padded to a cache line once: 32 more bytes per parked task; frames are packed at 16-byte steps on
+// the stack anyway, and fib's per-task time showed no difference the 2-vCPU VM could resolve,
+// bench/README.md, 2026-11-27).
 static_assert(sizeof(stacklet) == 4 * sizeof(void *) &&
               sizeof(stacklet) % stacklet::alignment == 0);
 static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= stacklet::alignment,
