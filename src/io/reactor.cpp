@@ -85,8 +85,19 @@ public:
   static reactor &instance() {
     // Constructed on first use and never destroyed: tasks may wait on it until the process ends,
     // and no static destructor can know that they will not.
-    static reactor *const r = new reactor();
+    static reactor *const r = [] {
+      auto *made = new reactor();
+      s_started.store(made, std::memory_order_release); // release: pairs with started()'s acquire
+      return made;
+    }();
     return *r;
+  }
+
+  /// The reactor if something started it, else null: then no task waits on it, and io::cancel
+  /// has nothing to do (without this, io::close in a program that never waits would start the
+  /// reactor's thread and descriptors, and could only terminate if that failed: it is noexcept).
+  static reactor *started() noexcept {
+    return s_started.load(std::memory_order_acquire); // acquire: sees the constructed reactor
   }
 
   bool arm(wait_node &n) noexcept {
@@ -369,6 +380,7 @@ private:
   std::atomic<std::uint64_t> m_fired{0};
   std::atomic<std::uint64_t> m_events{0};
   std::thread m_thread;
+  static inline std::atomic<reactor *> s_started{nullptr};
 };
 
 } // namespace
@@ -384,7 +396,11 @@ bool fd_awaitable::fd_wait_begin(fd_awaitable &self) noexcept {
 
 namespace magpie::io {
 
-std::size_t cancel(int fd) noexcept { return detail::reactor::instance().fd_cancel(fd); }
+std::size_t cancel(int fd) noexcept {
+  // A wait that registers after this load is ordered after this cancel: nothing to resume.
+  detail::reactor *const r = detail::reactor::started();
+  return r != nullptr ? r->fd_cancel(fd) : 0;
+}
 
 int close(int fd) noexcept {
   (void)cancel(fd);

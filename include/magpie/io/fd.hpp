@@ -161,7 +161,8 @@ detail::fd_request writable(int fd, std::chrono::duration<Rep, Period> timeout) 
 }
 
 /// Any thread: resumes every task waiting on `fd` with std::system_error(operation_canceled)
-/// and stops watching `fd`. Returns the number of tasks resumed. Does not close `fd`.
+/// and stops watching `fd`. Returns the number of tasks resumed. Does not close `fd`; starts
+/// nothing (before the first wait or timer of the process there is no reactor, and it returns 0).
 std::size_t cancel(int fd) noexcept;
 
 /// Any thread: cancel(fd), then ::close(fd). Returns ::close's result (errno set on -1).
