@@ -1,5 +1,5 @@
 // Counters and timelines (magpie/trace.hpp): the counters add up, traces have matched spans per
-// worker, and sessions come and go while the pool runs.
+// worker, sessions come and go while the pool runs, and an exchanged observer is left for good.
 
 #include <atomic>
 #include <cstdlib>
@@ -234,6 +234,67 @@ TEST(trace_session, comes_and_goes_while_the_pool_runs) {
     }
   } // destroyed while workers record
   runner.join();
+}
+
+/// An observer that knows when it was swapped out: a worker reporting to it after that is a
+/// broken handshake (protocols §13).
+struct checked_observer : magpie::core::observer {
+  std::atomic<bool> retired{false};
+  std::atomic<long> calls{0};
+  std::atomic<long> late{0}; // reports that began or ran on after exchange_observer returned
+};
+
+[[gnu::noinline]] void widen_the_window() {
+  for (int i = 0; i < 200; ++i) {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+}
+
+void on_checked(magpie::core::observer &self, magpie::core::context & /*worker*/,
+                magpie::core::event /*e*/, std::uint64_t /*arg*/) noexcept {
+  auto &o = static_cast<checked_observer &>(self);
+  // relaxed: a flag the exchanging thread sets after exchange_observer returns; the handshake,
+  // not this load, orders them (seeing it late can only miss a violation, never invent one).
+  if (o.retired.load(std::memory_order_relaxed)) {
+    o.late.fetch_add(1, std::memory_order_relaxed); // no edge: a count read after join
+  }
+  widen_the_window(); // a report that takes a while: exchanges land inside it
+  if (o.retired.load(std::memory_order_relaxed)) {
+    o.late.fetch_add(1, std::memory_order_relaxed); // no edge: a count read after join
+  }
+  o.calls.fetch_add(1, std::memory_order_relaxed); // no edge: a count read after join
+}
+
+// exchange_observer returns only once no worker is inside the previous observer, and no worker
+// enters it afterwards (the observer may then be freed): two observers alternate thousands of
+// times while two workers report events (per task in the tasks.* build; steals, roots and
+// strand ends in the default one), each marked retired as soon as it is swapped out.
+TEST(trace_observer, exchange_waits_for_workers_to_leave_the_previous_one) {
+  magpie::sched::busy_pool pool(2);
+  checked_observer a;
+  checked_observer b;
+  a.m_record = b.m_record = &on_checked;
+  ASSERT_TRUE(pool.replace_observer(nullptr, &a)); // before any event: none goes unobserved
+  int exchanges = 1;
+  std::atomic<bool> done{false};
+  std::thread runner([&] {
+    for (int i = 0; i < 200; ++i) {
+      EXPECT_EQ(magpie::sync_wait(pool, fib, 14), serial_fib(14));
+    }
+    done.store(true);
+  });
+  while (!done.load() || exchanges < 200) {
+    checked_observer &next = exchanges % 2 == 0 ? a : b;
+    checked_observer &prev = exchanges % 2 == 0 ? b : a;
+    next.retired.store(false, std::memory_order_relaxed); // published by the exchange below
+    ASSERT_TRUE(pool.replace_observer(&prev, &next)) << "no one else changes the observer";
+    prev.retired.store(true, std::memory_order_relaxed); // no worker is inside, none will enter
+    ++exchanges;
+  }
+  runner.join();
+  (void)pool.exchange_observer(nullptr);
+  EXPECT_EQ(a.late.load() + b.late.load(), 0) << "reports into an observer already swapped out";
+  EXPECT_GT(a.calls.load() + b.calls.load(), 0) << "nothing was reported: the test tested nothing";
 }
 
 } // namespace

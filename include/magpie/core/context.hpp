@@ -216,8 +216,8 @@ public:
   MAGPIE_FORCEINLINE void observe([[maybe_unused]] event e,
                                   [[maybe_unused]] std::uint64_t arg = 0) noexcept {
 #if MAGPIE_OBSERVE
-    // relaxed: only a hint that someone observes; observed() loads it again with the ordering.
-    if (m_observer.load(std::memory_order_relaxed) != nullptr) [[unlikely]] {
+    // relaxed: only a hint that someone wants `e`; observed() loads the observer with ordering.
+    if ((m_wants.load(std::memory_order_relaxed) & event_bit(e)) != 0) [[unlikely]] {
       observed(e, arg);
     }
 #endif
@@ -236,9 +236,21 @@ public:
   /// caller may then free it. Not to be called concurrently for one context; never from the
   /// worker itself while it reports an event.
   observer *exchange_observer(observer *o) noexcept {
-    // seq_cst: with observed()'s seq_cst store of an odd m_inside and its load of m_observer,
-    // either the worker sees our store, or we see that it is inside (a store-load handshake).
+    // The filter first (a hint: the worker may see it with either observer, see observed()).
+    m_wants.store(o != nullptr ? o->m_wants : event_set{0}, std::memory_order_relaxed);
+#if MAGPIE_OBSERVER_BARRIER
+    bool const barrier = detail::observer_barrier_ready();
+#endif
+    // seq_cst: with observed()'s store of an odd m_inside and its load of m_observer, either the
+    // worker sees our store, or we see that it is inside (a store-load handshake, protocols
+    // §13). Its side is a seq_cst store, or a plain one and our membarrier, which makes every
+    // running thread execute a full barrier between our exchange and our load.
     observer *const previous = m_observer.exchange(o, std::memory_order_seq_cst);
+#if MAGPIE_OBSERVER_BARRIER
+    if (barrier) {
+      detail::observer_barrier();
+    }
+#endif
     std::uint32_t const inside = m_inside.load(std::memory_order_seq_cst);
     if ((inside & 1u) != 0) {
       // acquire: pairs with the release at the end of observed(): its use of `previous`
@@ -289,7 +301,18 @@ private:
   MAGPIE_NOINLINE void observed(event e, std::uint64_t arg) noexcept {
     // Only this thread writes m_inside: odd while we may use the observer (exchange_observer).
     std::uint32_t const inside = m_inside.load(std::memory_order_relaxed) + 1;
+#if MAGPIE_OBSERVER_BARRIER
+    // relaxed: once the installer's membarrier is on, it orders this store before our load
+    // below (protocols §13); a stale false here only costs the seq_cst store.
+    if (detail::observer_barrier_on.load(std::memory_order_relaxed)) [[likely]] {
+      m_inside.store(inside, std::memory_order_relaxed);   // relaxed: membarrier (see above)
+      std::atomic_signal_fence(std::memory_order_seq_cst); // keeps the store before the load
+    } else {
+      m_inside.store(inside, std::memory_order_seq_cst); // seq_cst: see exchange_observer
+    }
+#else
     m_inside.store(inside, std::memory_order_seq_cst); // seq_cst: see exchange_observer
+#endif
     // seq_cst: see exchange_observer; also acquires the observer's state from its installer.
     if (observer *o = m_observer.load(std::memory_order_seq_cst); o != nullptr) {
       switch (e) {
@@ -319,6 +342,7 @@ private:
   executor *m_home;
   std::size_t m_index;
   std::atomic<observer *> m_observer{nullptr}; // see observe(); written by exchange_observer
+  std::atomic<event_set> m_wants{0};           // the events observe() reports (a hint)
   std::atomic<std::uint32_t> m_inside{0};      // odd while observed() runs (owner writes)
   // Single writer (the owner), any reader: on a line of their own, so that readers summing
   // them from other threads do not slow the owner's stack and deque fields down.

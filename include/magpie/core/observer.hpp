@@ -37,17 +37,33 @@ enum class event : std::uint8_t {
   count_        ///< the number of kinds
 };
 
+/// A set of events: bit `event_bit(e)` for each member.
+using event_set = std::uint32_t;
+static_assert(static_cast<unsigned>(event::count_) <= 32, "event_set holds every event");
+
+/// The set holding `e` alone.
+constexpr event_set event_bit(event e) noexcept { return event_set{1} << static_cast<unsigned>(e); }
+
+/// Every event.
+inline constexpr event_set every_event = event_bit(event::count_) - 1;
+
 /// A recorder of worker events: a function called on the worker's own thread for every event
 /// while it is installed on the worker's context (context::exchange_observer). It must not
 /// throw, block, or start tasks. A null `m_record` counts (context::stats) and records nothing.
 struct observer {
   /// Called with the observer, the reporting worker, the event and its argument (0 but for steal).
   void (*m_record)(observer &self, context &worker, event e, std::uint64_t arg) noexcept = nullptr;
+  /// The events this observer wants reported (and counted: forks, calls and task ends are
+  /// counted only if wanted). Read when the observer is installed; the others then cost the
+  /// worker what they cost with no observer. A filter for cost, not a promise: while observers
+  /// are exchanged, m_record may still see an event it did not ask for.
+  event_set m_wants = every_event;
 };
 
 /// The observer that only counts: installed by sched::pool::count_tasks(true).
 inline observer &counting_observer() noexcept {
-  static observer counting;
+  static observer counting{nullptr, event_bit(event::fork) | event_bit(event::call) |
+                                        event_bit(event::task_end)};
   return counting;
 }
 

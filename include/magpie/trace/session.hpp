@@ -32,7 +32,8 @@ namespace magpie::trace {
 /// own workers; they may race with the pool running tasks.
 class session {
 public:
-  /// Starts recording; each worker keeps its latest `events_per_worker` events.
+  /// Starts recording; each worker keeps its latest `events_per_worker` events (rounded up to a
+  /// power of two, so that the record path indexes its ring with a mask, not a division).
   explicit session(sched::pool &pool, std::size_t events_per_worker = std::size_t{1} << 16);
   session(session const &) = delete;
   session &operator=(session const &) = delete;
@@ -72,7 +73,8 @@ private:
                        std::uint64_t arg) noexcept;
 
   sched::pool *m_pool;
-  std::size_t m_capacity;
+  std::size_t m_capacity;                        // a power of two
+  std::size_t m_mask;                            // m_capacity - 1
   std::chrono::steady_clock::time_point m_start; // both clocks when recording started …
   std::uint64_t m_start_ticks;
   std::chrono::steady_clock::time_point m_stop{}; // … and when it stopped (set by stop())

@@ -48,4 +48,28 @@ inline void light_fence() noexcept {
 void heavy_fence() noexcept;
 #endif
 
+// The observer handshake (context::observed against context::exchange_observer, protocols §12)
+// uses membarrier wherever it can, whatever MAGPIE_ASYMMETRIC_FENCES says: its heavy side runs
+// only when an observer is installed or removed, so nothing there pays per steal. Not under
+// ThreadSanitizer (it does not model membarrier: both sides then use seq_cst).
+#if defined(__linux__) && !MAGPIE_UNDER_TSAN
+#  define MAGPIE_OBSERVER_BARRIER 1
+#else
+#  define MAGPIE_OBSERVER_BARRIER 0
+#endif
+
+#if MAGPIE_OBSERVER_BARRIER
+/// True once observer_barrier_ready() registered the process for private expedited membarrier;
+/// never false again. The frequent side may read it relaxed: a stale false only costs it a
+/// seq_cst store, which the heavy side's seq_cst exchange and load pair with anyway.
+extern std::atomic<bool> observer_barrier_on;
+
+/// The heavy side, before it changes an observer: registers the process once (callers wait for
+/// the first) and says whether observer_barrier() may be used.
+bool observer_barrier_ready() noexcept;
+
+/// A full barrier on every running thread of the process (membarrier PRIVATE_EXPEDITED).
+void observer_barrier() noexcept;
+#endif
+
 } // namespace magpie::core::detail
