@@ -4,7 +4,7 @@
 
 #include <exception>
 
-#if MAGPIE_ASYMMETRIC_FENCES || MAGPIE_OBSERVER_BARRIER
+#if MAGPIE_ASYMMETRIC_FENCES || MAGPIE_PROCESS_BARRIER
 #  include <linux/membarrier.h>
 #  include <sys/syscall.h>
 #  include <unistd.h>
@@ -20,29 +20,39 @@ bool register_membarrier() noexcept {
   }
   return syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
+
+/// A full barrier on every running thread of this process, once it has registered. The
+/// registration belongs to the address space; a child of fork() inherits our flags (registered)
+/// and, on the kernels seen here, the registration too — should a call still fail with EPERM
+/// (an address space nobody registered), register it and try again. Were it to fail after
+/// that, the frequent sides' plain stores would be unordered (an observer or a pool could be
+/// freed under a worker, a deque item taken twice): stop instead.
+void membarrier_or_stop() noexcept {
+  if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) {
+    return;
+  }
+  if (register_membarrier() &&
+      syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) {
+    return;
+  }
+  std::terminate();
+}
 } // namespace
 
-#  if MAGPIE_OBSERVER_BARRIER
-std::atomic<bool> observer_barrier_on{false};
+#  if MAGPIE_PROCESS_BARRIER
+std::atomic<bool> process_barrier_on{false};
 
-bool observer_barrier_ready() noexcept {
+bool process_barrier_ready() noexcept {
   static bool const ready = [] {
     bool const ok = register_membarrier(); // registering twice (with the deque's) is harmless
-    // release: a worker that reads true relies on no earlier write; kept for clarity of order.
-    observer_barrier_on.store(ok, std::memory_order_release);
+    // relaxed: the flag only chooses the workers' store; see fence.hpp for why any value is safe.
+    process_barrier_on.store(ok, std::memory_order_relaxed);
     return ok;
   }();
   return ready;
 }
 
-void observer_barrier() noexcept {
-  // Registered (observer_barrier_ready returned true), so this cannot fail: EPERM and EINVAL
-  // come only from an unregistered process or an unknown command. Were it to fail, the workers'
-  // relaxed stores would be unordered and an observer could be freed under a worker: stop.
-  if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
-    std::terminate();
-  }
-}
+void process_barrier() noexcept { membarrier_or_stop(); }
 #  endif
 
 #  if MAGPIE_ASYMMETRIC_FENCES
@@ -51,7 +61,7 @@ bool const asymmetric_fences_enabled = register_membarrier();
 
 void heavy_fence() noexcept {
   if (asymmetric_fences_enabled) {
-    syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    membarrier_or_stop();
   } else {
     std::atomic_thread_fence(std::memory_order_seq_cst);
   }

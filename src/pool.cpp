@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "magpie/core/config.hpp"
+#include "magpie/core/detail/fence.hpp"
 #include "magpie/core/detail/pause.hpp"
 #include "magpie/core/ext.hpp"
 #include "magpie/sched/registry.hpp"
@@ -304,6 +305,21 @@ void bump_own(std::atomic<std::uint64_t> &count, std::memory_order order) noexce
   count.store(count.load(std::memory_order_relaxed) + 1, order);
 }
 
+/// bump_own as the first half of a store–load handshake with the destructor (the caller loads
+/// m_closing next; protocols §9.1): a release store and a compiler barrier where the destructor
+/// orders them with membarrier (core/detail/fence.hpp), a seq_cst store where it cannot.
+void bump_own_then_load(std::atomic<std::uint64_t> &count) noexcept {
+#if MAGPIE_PROCESS_BARRIER
+  // relaxed: a stale false only costs the seq_cst store, which the destructor pairs with anyway.
+  if (core::detail::process_barrier_on.load(std::memory_order_relaxed)) [[likely]] {
+    bump_own(count, std::memory_order_release);          // release: as the seq_cst store's release
+    std::atomic_signal_fence(std::memory_order_seq_cst); // keeps the store before the load
+    return;
+  }
+#endif
+  bump_own(count, std::memory_order_seq_cst);
+}
+
 constexpr unsigned spin_rounds = 64;   // failed rounds before yielding the core
 constexpr unsigned yield_rounds = 256; // failed rounds before a lazy worker tries to sleep
 } // namespace
@@ -321,6 +337,9 @@ pool::pool(std::size_t workers, idle_policy policy) : pool(pool_options_for(work
 
 pool::pool(pool_options const &options, idle_policy policy)
     : core::executor(executor_operations), m_policy(policy), m_placement(options.where) {
+#if MAGPIE_PROCESS_BARRIER
+  (void)core::detail::process_barrier_ready(); // before any worker: they take the light path
+#endif
   // An unpinned pool needs no tree (and reads none: the machine's is read once, kept for good).
   bool const pinned = m_placement.what() != placement::kind::unpinned;
   topology const *topo =
@@ -370,6 +389,14 @@ pool::~pool() {
     // seq_cst: new submissions now throw pool_closed; and a local root's finish_root either sees
     // this store (and notifies under the mutex) or its count is seen by our predicate (§9.1).
     m_closing.store(true, std::memory_order_seq_cst);
+#if MAGPIE_PROCESS_BARRIER
+    // The workers' side of that handshake (holds, their ends, local roots' finishes) is a plain
+    // store where the process could register: this barrier on every running thread orders
+    // each such store before its load of m_closing, or our store before it (§9.1, §13).
+    if (core::detail::process_barrier_ready()) {
+      core::detail::process_barrier();
+    }
+#endif
     // Roots, submissions from tasks (resume_on) and parked tasks alike: after this wait no
     // submitter touches the pool again, and every job pushed to a queue was pushed before m_stop
     // (§5.1). Tasks parked on a primitive that never releases them keep us waiting: say so once.
@@ -523,10 +550,10 @@ void pool::hold() {
     m_foreign_holds.fetch_add(1, std::memory_order_seq_cst); // seq_cst: as below
     return;
   }
-  // One writer: a plain store. seq_cst, with the load of m_closing: either the destructor's
+  // One writer: a plain store. A handshake with the destructor's store of m_closing: either its
   // predicate sees this hold, or we see closing and decide under the mutex (§9.1).
-  bump_own(own->holds, std::memory_order_seq_cst);
-  if (!m_closing.load(std::memory_order_seq_cst)) [[likely]] {
+  bump_own_then_load(own->holds);
+  if (!m_closing.load(std::memory_order_seq_cst)) [[likely]] { // seq_cst: the handshake's load
     return;
   }
   std::lock_guard lock(m_inflight_mutex);
@@ -576,10 +603,10 @@ void pool::resubmit(job *j, std::size_t worker) noexcept {
 void pool::unhold() noexcept {
   if (detail::worker *const own = calling_worker()) {
     // On our worker the pool outlives this call (its destructor joins us): count without the
-    // mutex (one writer: a plain store), then notify under it if the destructor waits. seq_cst:
-    // as in hold() (the destructor's predicate sees the count, or we see closing).
-    bump_own(own->unholds, std::memory_order_seq_cst);
-    if (m_closing.load(std::memory_order_seq_cst)) {
+    // mutex (one writer: a plain store), then notify under it if the destructor waits. A
+    // handshake as in hold() (the destructor's predicate sees the count, or we see closing).
+    bump_own_then_load(own->unholds);
+    if (m_closing.load(std::memory_order_seq_cst)) { // seq_cst: the handshake's load
       std::lock_guard lock(m_inflight_mutex);
       m_inflight_cv.notify_all();
     }
@@ -716,10 +743,10 @@ void pool::finish_root(bool local) noexcept {
     return;
   }
   if (detail::worker *const own = calling_worker()) {
-    // One writer per counter: a plain store. seq_cst: with the load of m_closing below and the
-    // destructor's store of it and its loads of the counts, either we see closing (and notify),
-    // or the destructor's predicate sees this count. Also a release of the root's work.
-    bump_own(own->roots_finished, std::memory_order_seq_cst);
+    // One writer per counter: a plain store. A handshake: with the load of m_closing below and
+    // the destructor's store of it and its loads of the counts, either we see closing (and
+    // notify), or the destructor's predicate sees this count. Also a release of the root's work.
+    bump_own_then_load(own->roots_finished);
   } else {
     // A local root that ended elsewhere (moved to another pool by resume_on): a shared counter,
     // under the mutex, because once the destructor sees it it may free the pool (on our own

@@ -403,6 +403,48 @@ TEST(future, the_pool_destructor_waits_for_spawned_tasks_and_spawns_from_them) {
   EXPECT_EQ(ran.load(), 40);
 }
 
+// The destructor's handshake with the counts its workers keep (protocols §9.1): local roots take
+// and end holds — a contended magpie::mutex, whose waiters park on a worker and are resumed by
+// another task's unlock on a worker, both counted there without a lock — and finish while the
+// destructor starts waiting. A hold it missed would let it free the pool under a parked task
+// (ASan; a lost round), an end or a finish it missed would leave it waiting (the watchdog).
+struct locked_count {
+  magpie::mutex m;
+  long count = 0;
+};
+
+task<void> lock_and_count(locked_count *c, std::atomic<int> *done) {
+  for (int k = 0; k < 20; ++k) {
+    co_await c->m.lock();
+    ++c->count;
+    (void)spin_work(200); // held a while: the others park
+    c->m.unlock();
+  }
+  done->fetch_add(1);
+}
+
+task<void> spawn_lockers(magpie::pool *p, locked_count *c, std::atomic<int> *done) {
+  for (int i = 0; i < 8; ++i) {
+    (void)magpie::spawn(*p, lock_and_count, c, done); // local roots: counted on the worker
+  }
+  co_return;
+}
+
+TEST(future, the_pool_destructor_races_holds_and_finishes_of_its_own_tasks) {
+  watchdog dog(current_test_name());
+  int const rounds = scaled(100, 30);
+  for (int round = 0; round < rounds; ++round) {
+    locked_count c;
+    std::atomic<int> done{0};
+    {
+      magpie::lazy_pool pool(2);
+      (void)magpie::spawn(pool, spawn_lockers, &pool, &c, &done);
+    } // destroyed at once: the lockers are still locking
+    ASSERT_EQ(done.load(), 8) << "round " << round;
+    ASSERT_EQ(c.count, 160) << "round " << round;
+  }
+}
+
 // -------------------------------------------------------------------------------------------
 // Misuse.
 

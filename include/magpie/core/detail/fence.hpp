@@ -48,28 +48,32 @@ inline void light_fence() noexcept {
 void heavy_fence() noexcept;
 #endif
 
-// The observer handshake (context::observed against context::exchange_observer, protocols §12)
-// uses membarrier wherever it can, whatever MAGPIE_ASYMMETRIC_FENCES says: its heavy side runs
-// only when an observer is installed or removed, so nothing there pays per steal. Not under
-// ThreadSanitizer (it does not model membarrier: both sides then use seq_cst).
+// Two rare-against-frequent store–load handshakes use membarrier wherever they can, whatever
+// MAGPIE_ASYMMETRIC_FENCES says, because their heavy side is rare by nature and nothing pays per
+// steal: a worker reporting to its observer against the thread that installs or removes one
+// (context::observed / exchange_observer, protocols §13), and a worker counting a hold, its end
+// or a local root's finish against the pool's destructor (pool::hold, unhold, finish_root,
+// ~pool; protocols §9.1). Not under ThreadSanitizer (it does not model membarrier: both sides
+// then use seq_cst).
 #if defined(__linux__) && !MAGPIE_UNDER_TSAN
-#  define MAGPIE_OBSERVER_BARRIER 1
+#  define MAGPIE_PROCESS_BARRIER 1
 #else
-#  define MAGPIE_OBSERVER_BARRIER 0
+#  define MAGPIE_PROCESS_BARRIER 0
 #endif
 
-#if MAGPIE_OBSERVER_BARRIER
-/// True once observer_barrier_ready() registered the process for private expedited membarrier;
+#if MAGPIE_PROCESS_BARRIER
+/// True once process_barrier_ready() registered the process for private expedited membarrier;
 /// never false again. The frequent side may read it relaxed: a stale false only costs it a
-/// seq_cst store, which the heavy side's seq_cst exchange and load pair with anyway.
-extern std::atomic<bool> observer_barrier_on;
+/// seq_cst store, which the heavy side's seq_cst store (or exchange) and load pair with anyway.
+extern std::atomic<bool> process_barrier_on;
 
-/// The heavy side, before it changes an observer: registers the process once (callers wait for
-/// the first) and says whether observer_barrier() may be used.
-bool observer_barrier_ready() noexcept;
+/// Registers the process once (callers wait for the first) and says whether process_barrier()
+/// may be used. Called by the heavy side before its store, and by a pool's constructor (so that
+/// its workers take the light path from the start).
+bool process_barrier_ready() noexcept;
 
 /// A full barrier on every running thread of the process (membarrier PRIVATE_EXPEDITED).
-void observer_barrier() noexcept;
+void process_barrier() noexcept;
 #endif
 
 } // namespace magpie::core::detail
