@@ -52,7 +52,11 @@ bool process_barrier_ready() noexcept {
   return ready;
 }
 
-void process_barrier() noexcept { membarrier_or_stop(); }
+void process_barrier() noexcept {
+  if (process_barrier_ready()) {
+    membarrier_or_stop();
+  }
+}
 #  endif
 
 #  if MAGPIE_ASYMMETRIC_FENCES

@@ -306,18 +306,11 @@ void bump_own(std::atomic<std::uint64_t> &count, std::memory_order order) noexce
 }
 
 /// bump_own as the first half of a store–load handshake with the destructor (the caller loads
-/// m_closing next; protocols §9.1): a release store and a compiler barrier where the destructor
-/// orders them with membarrier (core/detail/fence.hpp), a seq_cst store where it cannot.
+/// m_closing next; protocols §9.1): release (the counts' readers acquire) where the destructor's
+/// membarrier orders the store before that load, seq_cst where it cannot.
 void bump_own_then_load(std::atomic<std::uint64_t> &count) noexcept {
-#if MAGPIE_PROCESS_BARRIER
-  // relaxed: a stale false only costs the seq_cst store, which the destructor pairs with anyway.
-  if (core::detail::process_barrier_on.load(std::memory_order_relaxed)) [[likely]] {
-    bump_own(count, std::memory_order_release);          // release: as the seq_cst store's release
-    std::atomic_signal_fence(std::memory_order_seq_cst); // keeps the store before the load
-    return;
-  }
-#endif
-  bump_own(count, std::memory_order_seq_cst);
+  core::detail::handshake_store(count, count.load(std::memory_order_relaxed) + 1,
+                                std::memory_order_release);
 }
 
 constexpr unsigned spin_rounds = 64;   // failed rounds before yielding the core
@@ -393,9 +386,7 @@ pool::~pool() {
     // The workers' side of that handshake (holds, their ends, local roots' finishes) is a plain
     // store where the process could register: this barrier on every running thread orders
     // each such store before its load of m_closing, or our store before it (§9.1, §13).
-    if (core::detail::process_barrier_ready()) {
-      core::detail::process_barrier();
-    }
+    core::detail::process_barrier();
 #endif
     // Roots, submissions from tasks (resume_on) and parked tasks alike: after this wait no
     // submitter touches the pool again, and every job pushed to a queue was pushed before m_stop

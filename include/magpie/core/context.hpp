@@ -238,18 +238,13 @@ public:
   observer *exchange_observer(observer *o) noexcept {
     // The filter first (a hint: the worker may see it with either observer, see observed()).
     m_wants.store(o != nullptr ? o->m_wants : event_set{0}, std::memory_order_relaxed);
-#if MAGPIE_PROCESS_BARRIER
-    bool const barrier = detail::process_barrier_ready();
-#endif
     // seq_cst: with observed()'s store of an odd m_inside and its load of m_observer, either the
     // worker sees our store, or we see that it is inside (a store-load handshake, protocols
     // §13). Its side is a seq_cst store, or a plain one and our membarrier, which makes every
     // running thread execute a full barrier between our exchange and our load.
     observer *const previous = m_observer.exchange(o, std::memory_order_seq_cst);
 #if MAGPIE_PROCESS_BARRIER
-    if (barrier) {
-      detail::process_barrier();
-    }
+    detail::process_barrier();
 #endif
     std::uint32_t const inside = m_inside.load(std::memory_order_seq_cst);
     if ((inside & 1u) != 0) {
@@ -301,18 +296,9 @@ private:
   MAGPIE_NOINLINE void observed(event e, std::uint64_t arg) noexcept {
     // Only this thread writes m_inside: odd while we may use the observer (exchange_observer).
     std::uint32_t const inside = m_inside.load(std::memory_order_relaxed) + 1;
-#if MAGPIE_PROCESS_BARRIER
-    // relaxed: once the installer's membarrier is on, it orders this store before our load
-    // below (protocols §13); a stale false here only costs the seq_cst store.
-    if (detail::process_barrier_on.load(std::memory_order_relaxed)) [[likely]] {
-      m_inside.store(inside, std::memory_order_relaxed);   // relaxed: membarrier (see above)
-      std::atomic_signal_fence(std::memory_order_seq_cst); // keeps the store before the load
-    } else {
-      m_inside.store(inside, std::memory_order_seq_cst); // seq_cst: see exchange_observer
-    }
-#else
-    m_inside.store(inside, std::memory_order_seq_cst); // seq_cst: see exchange_observer
-#endif
+    // relaxed (where membarrier orders it, else seq_cst): the first half of the handshake with
+    // exchange_observer, protocols §13.
+    detail::handshake_store(m_inside, inside, std::memory_order_relaxed);
     // seq_cst: see exchange_observer; also acquires the observer's state from its installer.
     if (observer *o = m_observer.load(std::memory_order_seq_cst); o != nullptr) {
       switch (e) {

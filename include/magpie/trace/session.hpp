@@ -73,8 +73,7 @@ private:
                        std::uint64_t arg) noexcept;
 
   sched::pool *m_pool;
-  std::size_t m_capacity;                        // a power of two
-  std::size_t m_mask;                            // m_capacity - 1
+  std::size_t m_capacity;                        // a power of two: index with & (m_capacity - 1)
   std::chrono::steady_clock::time_point m_start; // both clocks when recording started …
   std::uint64_t m_start_ticks;
   std::chrono::steady_clock::time_point m_stop{}; // … and when it stopped (set by stop())

@@ -67,13 +67,31 @@ void heavy_fence() noexcept;
 /// seq_cst store, which the heavy side's seq_cst store (or exchange) and load pair with anyway.
 extern std::atomic<bool> process_barrier_on;
 
-/// Registers the process once (callers wait for the first) and says whether process_barrier()
-/// may be used. Called by the heavy side before its store, and by a pool's constructor (so that
-/// its workers take the light path from the start).
+/// Registers the process once (callers wait for the first) and says whether membarrier is
+/// usable. A pool's constructor calls it, so that its workers take the light path from the start.
 bool process_barrier_ready() noexcept;
 
-/// A full barrier on every running thread of the process (membarrier PRIVATE_EXPEDITED).
+/// The heavy side, between its store and its load: a full barrier on every running thread of the
+/// process (membarrier PRIVATE_EXPEDITED) once registered; nothing where membarrier is unusable,
+/// since every frequent side then stores seq_cst (handshake_store).
 void process_barrier() noexcept;
 #endif
+
+/// The frequent side's store in a store–load handshake whose heavy side calls process_barrier()
+/// between its own store and load (protocols §13): `order` and a compiler barrier that keeps the
+/// store before the caller's next load, where membarrier orders them; seq_cst elsewhere.
+template <typename T>
+void handshake_store(std::atomic<T> &a, T value, std::memory_order order) noexcept {
+#if MAGPIE_PROCESS_BARRIER
+  // relaxed: a stale false only costs the seq_cst store, which the heavy side pairs with anyway.
+  if (process_barrier_on.load(std::memory_order_relaxed)) [[likely]] {
+    a.store(value, order);
+    std::atomic_signal_fence(std::memory_order_seq_cst); // keeps the store before the next load
+    return;
+  }
+#endif
+  (void)order;
+  a.store(value, std::memory_order_seq_cst);
+}
 
 } // namespace magpie::core::detail
