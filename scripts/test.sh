@@ -24,9 +24,11 @@ trap 'rm -rf "$tmp"' EXIT
 # Reads ctest's JUnit file ($1) for preset $2: prints "passed failed skipped" on the first line,
 # then one line per skipped test: preset<TAB>reason<TAB>name. ctest's own summary counts skipped
 # tests as passed; here a test passed only if it ran and succeeded. A gtest skip's reason is the
-# line after "<file>:<line>: Skipped" in its output.
+# line after "<file>:<line>: Skipped" in its output. For each failed test, appends to file $3 its
+# name and the first lines of its output that say what went wrong (a CI log's tail then shows the
+# message, not only the name).
 junit_counts() {
-  awk -v preset="$2" '
+  awk -v preset="$2" -v excerpts="$3" '
     function attr(k,   s) {
       if (match($0, k "=\"[^\"]*\"") == 0) return ""
       return substr($0, RSTART + length(k) + 2, RLENGTH - length(k) - 3)
@@ -35,7 +37,14 @@ junit_counts() {
       gsub(/&lt;/, "<", s); gsub(/&gt;/, ">", s); gsub(/&quot;/, "\"", s); gsub(/&apos;/, "'\''", s)
       gsub(/&amp;/, "\\&", s); return s
     }
-    /<testcase / { name = unxml(attr("name")); sub(/  # .*$/, "", name); status = attr("status"); why = ""; reason = ""; grab = 0; next }
+    /<testcase / { name = unxml(attr("name")); sub(/  # .*$/, "", name); status = attr("status"); why = ""; reason = ""; grab = 0; said = ""; nsaid = 0; follow = 0; next }
+    # A line that names a failure, and the three after it (gtest prints the values there).
+    /<failure / { next }
+    nsaid < 12 && !/^[ \t]*<\/(testcase|system-out)>/ && (follow > 0 || /: Failure$|[Ee]rror|[Ee]xception|terminate|Timeout|SUMMARY|WARNING: ThreadSanitizer|magpie:/) {
+      follow = (/: Failure$|[Ee]rror|[Ee]xception|terminate/ ? 3 : follow - 1)
+      line = unxml($0); sub(/^[ \t]*(<system-out>)?/, "", line); sub(/<\/system-out>$/, "", line)
+      if (line !~ /^\[/ && line != "") { said = said "      " substr(line, 1, 200) "\n"; nsaid++ }
+    }
     /<skipped message=/ { why = attr("message"); next }
     grab == 1 { if ($0 !~ /^\[/) reason = unxml($0); grab = 2 }
     /: Skipped$/ { grab = 1 }
@@ -44,7 +53,10 @@ junit_counts() {
       else if (status == "disabled") { s++; out = out preset "\tdisabled (DISABLED test property; the reason is beside it in tests/)\t" name "\n" }
       else if (status == "notrun" && why ~ /^SKIP_/) {
         s++; out = out preset "\t" (reason == "" ? "skipped (no reason given)" : reason) "\t" name "\n"
-      } else { f++; out = out preset "\tFAILED\t" name "\n" }  # failed, timed out, or could not run
+      } else {  # failed, timed out, or could not run
+        f++; out = out preset "\tFAILED\t" name "\n"
+        printf "  [%s] %s\n%s", preset, name, (said == "" ? "      (no message in its output)\n" : said) >> excerpts
+      }
     }
     END { printf "%d %d %d\n%s", p, f, s, out }
   ' "$1"
@@ -58,6 +70,7 @@ else
   failed=$((failed + 1)) failed_presets+=(clang-format)
 fi
 : >"$tmp/skipped"
+: >"$tmp/excerpts"
 : >"$tmp/failed"
 # A check that is not a ctest preset: passes or fails as a whole.
 run_check() {
@@ -88,7 +101,7 @@ for preset in "${presets[@]}"; do
   junit="$tmp/$preset.xml"
   if ctest --preset "$preset" -j "$jobs" --output-junit "$junit"; then :; else failed_presets+=("$preset"); fi
   if [ -s "$junit" ]; then
-    junit_counts "$junit" "$preset" >"$tmp/counts"
+    junit_counts "$junit" "$preset" "$tmp/excerpts" >"$tmp/counts"
     read -r p f s <"$tmp/counts"
     tail -n +2 "$tmp/counts" | grep -v $'\tFAILED\t' >>"$tmp/skipped" || true
     tail -n +2 "$tmp/counts" | grep $'\tFAILED\t' | cut -f1,3 >>"$tmp/failed" || true
@@ -130,6 +143,10 @@ if [ -s "$tmp/skipped" ]; then
 fi
 if [ -s "$tmp/failed" ]; then
   # Repeated at the end, where a CI log's tail shows it: the tests that failed, timed out or did not run.
+  if [ -s "$tmp/excerpts" ]; then
+    echo "what the failed tests said (first lines that name a failure):"
+    head -n 200 "$tmp/excerpts"
+  fi
   echo "failed:"
   awk -F'\t' '{ printf "  [%s] %s\n", $1, $2 }' "$tmp/failed"
 fi

@@ -117,6 +117,19 @@ private:
   std::size_t m_live = 0;     // entries that are not tombstones
 };
 
+/// Locks `m`, spinning briefly before sleeping in the kernel. Its holders never wait under it
+/// (a few dozen instructions), so a spin almost always wins; a waiter that slept would cost both
+/// sides a futex call (about a microsecond each on a VM), which is most of a plain thread's spawn.
+void lock_spinning(std::mutex &m) {
+  for (unsigned i = 0; i < 64; ++i) {
+    if (m.try_lock()) {
+      return;
+    }
+    core::detail::cpu_pause();
+  }
+  m.lock();
+}
+
 /// One worker's jobs that any worker may run: resumed tasks, then new roots by priority (see
 /// sched::priority for the order and the starvation rule; docs/protocols.md §9.2). A mutex guards
 /// the lists: pushes come from any thread, pops from the owner and from idle thieves, one job at
@@ -130,7 +143,8 @@ public:
   /// Any thread: a resumed task. Never throws.
   void push_resumed(job *j) noexcept {
     j->m_next = nullptr;
-    std::lock_guard lock(m_mutex);
+    lock_spinning(m_mutex);
+    std::lock_guard lock(m_mutex, std::adopt_lock);
     (m_resumed_tail != nullptr ? m_resumed_tail->m_next : m_resumed_head) = j;
     m_resumed_tail = j;
     published_push();
@@ -138,14 +152,16 @@ public:
 
   /// Any thread: a root. May throw std::bad_alloc; then nothing was queued.
   void push_root(job *j, priority p) {
-    std::lock_guard lock(m_mutex);
+    lock_spinning(m_mutex);
+    std::lock_guard lock(m_mutex, std::adopt_lock);
     m_roots[static_cast<std::size_t>(p)].push(j);
     published_push();
   }
 
   /// Any thread: takes `j` back if it is still queued among the newest roots of level `p`.
   bool withdraw(job *j, priority p) noexcept {
-    std::lock_guard lock(m_mutex);
+    lock_spinning(m_mutex);
+    std::lock_guard lock(m_mutex, std::adopt_lock);
     if (!m_roots[static_cast<std::size_t>(p)].withdraw(j, withdraw_window)) {
       return false;
     }
@@ -164,7 +180,12 @@ public:
       *take_local = local_normal; // nothing resumed or queued here: only the local deque
       return nullptr;
     }
-    std::lock_guard lock(m_mutex);
+    // A worker that finds the lock taken looks again in its next round rather than sleeping on
+    // it: the holder is a pusher (or another popper) for a few instructions.
+    std::unique_lock lock(m_mutex, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      return nullptr;
+    }
     job *j = nullptr;
     if (m_resumed_head != nullptr) {
       j = m_resumed_head;
@@ -261,8 +282,8 @@ struct worker {
   std::condition_variable cv;    // with pool::m_sleep_mutex
   bool asleep = false;           // guarded by pool::m_sleep_mutex
   bool notified = false;         // guarded by pool::m_sleep_mutex
-  // Roots spawned by this worker's tasks, and local roots finished on this worker: each written
-  // only by this worker (no RMW, no shared line); pool::local_roots_done() compares the sums.
+  // Roots spawned by this worker's tasks, and roots (from anywhere) finished on this worker: each
+  // written only by this worker (no RMW, no shared line); pool::roots_done() compares the sums.
   alignas(64) std::atomic<std::uint64_t> roots_spawned{0};
   std::atomic<std::uint64_t> roots_finished{0};
   // Likewise the holds (tasks about to park) taken and ended on this worker (pool::hold/unhold).
@@ -394,9 +415,7 @@ pool::~pool() {
     // Roots spawned by the pool's own tasks and parked tasks are counted apart (per worker,
     // lock-free); a finish or an end of hold that sees `closing` notifies under this mutex, so the
     // predicate cannot miss it. Parked tasks first, then local roots (protocols §7, §9.1).
-    auto const drained = [&] {
-      return m_inflight == 0 && holds_pending() == 0 && local_roots_done();
-    };
+    auto const drained = [&] { return m_inflight == 0 && holds_pending() == 0 && roots_done(); };
     if (!m_inflight_cv.wait_for(lock, std::chrono::seconds(1), drained)) {
       if (std::size_t const parked = holds_pending(); parked != 0) {
         std::fprintf(stderr,
@@ -438,7 +457,7 @@ core::context const &pool::worker_context(std::size_t i) const noexcept {
 
 std::size_t pool::in_flight() const noexcept {
   std::lock_guard lock(m_inflight_mutex);
-  return m_inflight + holds_pending() + local_roots_pending();
+  return m_inflight + holds_pending() + roots_pending();
 }
 
 std::vector<core::worker_stats> pool::stats() const {
@@ -489,7 +508,13 @@ bool pool::counting_tasks() const noexcept {
 
 std::size_t pool::choose_worker() noexcept {
   std::size_t const n = m_workers.size();
-  std::size_t const start = m_next_root.fetch_add(1, std::memory_order_relaxed) % n; // no edge
+  if (n == 1) {
+    return 0;
+  }
+  // Where the search starts rotates per submitting thread: a shared counter would be one more
+  // cache line that every submission takes from the others.
+  thread_local std::size_t rotor = 0;
+  std::size_t const start = rotor++ % n;
   if (long const near = submitter_worker(); near >= 0) {
     // Pinned workers: the submitter's own worker or the nearest idle one (topology.cpp).
     auto const self = static_cast<std::size_t>(near);
@@ -535,7 +560,7 @@ void pool::hold() {
     // already decided).
     std::lock_guard lock(m_inflight_mutex);
     if (m_closing.load(std::memory_order_relaxed) && m_inflight == 0 && // under this mutex
-        holds_pending() == 0 && local_roots_done()) {
+        holds_pending() == 0 && roots_done()) {
       throw pool_closed(); // the destructor saw nothing in flight: it may be past its wait
     }
     m_foreign_holds.fetch_add(1, std::memory_order_seq_cst); // seq_cst: as below
@@ -550,7 +575,7 @@ void pool::hold() {
   std::lock_guard lock(m_inflight_mutex);
   // While anything else is in flight the destructor is still waiting, so our hold is safe; if
   // ours is all there is, it may have decided before our store: take it back and refuse.
-  if (m_inflight == 0 && holds_pending() == 1 && local_roots_done()) {
+  if (m_inflight == 0 && holds_pending() == 1 && roots_done()) {
     bump_own(own->unholds, std::memory_order_seq_cst); // seq_cst: as above
     m_inflight_cv.notify_all(); // under the lock; the destructor may have seen our hold
     throw pool_closed();
@@ -635,7 +660,7 @@ std::size_t pool::holds_pending() const noexcept {
                  &detail::worker::holds);
 }
 
-std::size_t pool::submit_root(job *j, priority p, bool *local) {
+std::size_t pool::submit_root(job *j, priority p) {
   detail::worker *const self = calling_worker();
   bool const own = self != nullptr;
   if (own) {
@@ -645,17 +670,16 @@ std::size_t pool::submit_root(job *j, priority p, bool *local) {
     // that sees a finish caused by this root (through the job's hand-off) sees this count too.
     bump_own(self->roots_spawned, std::memory_order_release);
   } else {
-    m_roots_submitted.fetch_add(1, std::memory_order_relaxed); // a statistic: no edge
-    // Counted in flight until finish_root(), after the root has completed.
+    // Counted in flight until finish_root(), after the root has completed. Under the mutex: once
+    // closing, a submission from elsewhere is refused, and the destructor's predicate (under it)
+    // sees every count made before. One writer at a time: a plain store. The worker that finishes
+    // the root counts that on its own counter, not here: this line stays with the submitters.
     std::lock_guard lock(m_inflight_mutex);
-    // Once closing, a submission from elsewhere is refused.
     if (m_closing.load(std::memory_order_relaxed)) { // written under this mutex
       throw pool_closed();
     }
-    ++m_inflight;
-  }
-  if (local != nullptr) {
-    *local = own;
+    m_outside_roots.store(m_outside_roots.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_seq_cst); // seq_cst: as the workers' counts (§9.1)
   }
   // A task spawning keeps the job local (thieves take it if we stay busy), and wakes nobody:
   // while we run tasks at least one thief is awake (docs/protocols.md §6). At normal priority it
@@ -669,7 +693,7 @@ std::size_t pool::submit_root(job *j, priority p, bool *local) {
     }
     m_workers[index]->queued.push_root(j, p); // seq_cst: before the sleepers check in wake()
   } catch (...) {
-    finish_root(own); // nothing was queued
+    finish_root(); // nothing was queued
     throw;
   }
   if (!own) {
@@ -728,20 +752,16 @@ void pool::run_stale_local(job const *newest, bool (*stale)(job const *j) noexce
   }
 }
 
-void pool::finish_root(bool local) noexcept {
-  if (!local) {
-    close_submission();
-    return;
-  }
+void pool::finish_root() noexcept {
   if (detail::worker *const own = calling_worker()) {
     // One writer per counter: a plain store. A handshake: with the load of m_closing below and
     // the destructor's store of it and its loads of the counts, either we see closing (and
     // notify), or the destructor's predicate sees this count. Also a release of the root's work.
     bump_own_then_load(own->roots_finished);
   } else {
-    // A local root that ended elsewhere (moved to another pool by resume_on): a shared counter,
-    // under the mutex, because once the destructor sees it it may free the pool (on our own
-    // worker it cannot: its destructor joins us first).
+    // A root that ended elsewhere (moved to another pool by resume_on; a sync_wait's, ended by
+    // its waiting thread): a shared counter, under the mutex, because once the destructor sees it
+    // it may free the pool (on our own worker it cannot: its destructor joins us first).
     std::lock_guard lock(m_inflight_mutex);
     m_foreign_finished.fetch_add(1, std::memory_order_seq_cst); // seq_cst: as above
     m_inflight_cv.notify_all(); // under the lock: the destructor cannot free the cv before this
@@ -753,21 +773,22 @@ void pool::finish_root(bool local) noexcept {
   }
 }
 
-bool pool::local_roots_done() const noexcept { return local_roots_pending() == 0; }
+bool pool::roots_done() const noexcept { return roots_pending() == 0; }
 
 detail::worker *pool::calling_worker() const noexcept {
   core::context *const c = core::this_context();
   return c != nullptr && c->owner() == this ? m_workers[c->index()].get() : nullptr;
 }
 
-std::size_t pool::local_roots_pending() const noexcept {
-  // Local roots start only on our workers (submit_root from a task of ours).
-  return pending(&m_foreign_finished, &detail::worker::roots_finished, nullptr,
+std::size_t pool::roots_pending() const noexcept {
+  // Roots from outside are counted by their submitters (under the mutex), the others by the
+  // workers whose tasks spawned them; all end on the finishing worker's count.
+  return pending(&m_foreign_finished, &detail::worker::roots_finished, &m_outside_roots,
                  &detail::worker::roots_spawned);
 }
 
 std::uint64_t pool::roots_submitted() const noexcept {
-  std::uint64_t n = m_roots_submitted.load(std::memory_order_relaxed); // a statistic: no edge
+  std::uint64_t n = m_outside_roots.load(std::memory_order_relaxed); // a statistic: no edge
   for (auto const &w : m_workers) {
     n += w->roots_spawned.load(std::memory_order_relaxed); // a statistic: no edge
   }
@@ -934,7 +955,10 @@ bool pool::work_visible(detail::worker const &w) const noexcept {
 }
 
 void pool::idle(detail::worker &w) {
-  w.idle.store(true, std::memory_order_relaxed); // a hint for choose_worker(): no edge
+  if (!w.idle.load(
+          std::memory_order_relaxed)) { // written once, not every round: submitters read it
+    w.idle.store(true, std::memory_order_relaxed); // a hint for choose_worker(): no edge
+  }
   ++w.failures;
   if (w.failures < spin_rounds) {
     core::detail::cpu_pause();

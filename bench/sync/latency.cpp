@@ -6,8 +6,12 @@
 // Magpie on a one-worker lazy_pool that is idle (its worker asleep) and on a one-worker
 // busy_pool (its worker spinning), against std::thread, std::async(launch::async) and oneTBB
 // task_group::run (an arena of main + 1 worker; its wait() may run the task itself). One worker
-// so that the submitter and the worker each have a core of this 2-core machine. Each row: the
-// median and the 90th percentile of `--reps` (default 2000) round trips, each checked.
+// so that the submitter and the worker each have a core of this 2-core machine. One more magpie
+// row spawns from a task: on a two-worker busy_pool, a task spawns and then spins until the task
+// has started (so that it does not run it itself), and the other worker, idle and spinning,
+// steals it from the spawner's local deque; finish→get is there the awaiting task's resumption
+// (co_await of a finished future). Each row: the median and the 90th percentile of `--reps`
+// (default 2000) round trips, each checked.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -19,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "magpie/core/detail/pause.hpp"
 #include "magpie/magpie.hpp"
 
 #if MAGPIE_BENCH_HAVE_TBB
@@ -70,7 +75,8 @@ row measure(std::string name, int reps, Once once, Before before) {
 }
 
 magpie::task<int> stamped(stamps *s, int v) {
-  s->start = now_ns();
+  // release: the spawning task of the last row polls `start` (acquire) while this runs.
+  std::atomic_ref<std::int64_t>(s->start).store(now_ns(), std::memory_order_release);
   s->end = now_ns();
   co_return v;
 }
@@ -95,6 +101,37 @@ row magpie_row(char const *name, magpie::pool &pool, int reps) {
       });
 }
 
+/// Spawns from a task of `pool` and spins until the child has started on another worker.
+magpie::task<int> spawn_from_task(magpie::pool *pool, stamps *s, int i, std::int64_t *t0,
+                                  std::int64_t *t2) {
+  s->start = 0;
+  std::atomic_ref<std::int64_t> started(s->start);
+  *t0 = now_ns();
+  auto f = magpie::spawn(*pool, stamped, s, i);
+  while (started.load(std::memory_order_acquire) == 0) {
+    magpie::core::detail::cpu_pause();
+  }
+  int const v = co_await f;
+  *t2 = now_ns();
+  co_return v;
+}
+
+row task_row(char const *name, magpie::pool &pool, int reps) {
+  row r{name, {}, {}, 0};
+  for (int i = -reps / 10; i < reps; ++i) { // the first tenth warms up
+    stamps s;
+    std::int64_t t0 = 0;
+    std::int64_t t2 = 0;
+    int const v = magpie::sync_wait(pool, spawn_from_task, &pool, &s, i, &t0, &t2);
+    r.bad += v != i ? 1 : 0;
+    if (i >= 0) {
+      r.to_start.push_back(s.start - t0);
+      r.to_get.push_back(t2 - s.end);
+    }
+  }
+  return r;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -112,6 +149,10 @@ int main(int argc, char **argv) {
   {
     magpie::busy_pool busy(1);
     rows.push_back(magpie_row("magpie::spawn, busy_pool(1)", busy, reps));
+  }
+  {
+    magpie::busy_pool busy(2);
+    rows.push_back(task_row("magpie::spawn in a task, busy_pool(2)", busy, reps));
   }
   rows.push_back(measure(
       "std::thread", reps,

@@ -445,6 +445,38 @@ TEST(future, the_pool_destructor_races_holds_and_finishes_of_its_own_tasks) {
   }
 }
 
+// Roots spawned from plain threads are counted in flight by their submitters (under the pool's
+// mutex) and finished on the count of the worker that completed them (protocols §9.1): the
+// destructor, started while two threads' spawns are still running, must wait for every one. A
+// finish it counted before its spawn, or a spawn it missed, would let it free the pool under a
+// running task (ASan) or return early (a lost count below).
+TEST(future, the_pool_destructor_waits_for_roots_spawned_from_plain_threads) {
+  watchdog dog(current_test_name());
+  int const rounds = scaled(200, 40);
+  for (int round = 0; round < rounds; ++round) {
+    std::atomic<int> ran{0};
+    {
+      magpie::lazy_pool pool(round % 2 == 0 ? 1 : 2);
+      auto const spawn_some = [&] {
+        for (int i = 0; i < 25; ++i) {
+          (void)magpie::spawn(
+              pool,
+              [](std::atomic<int> *r) -> task<void> {
+                (void)spin_work(50);
+                r->fetch_add(1);
+                co_return;
+              },
+              &ran);
+        }
+      };
+      std::thread other(spawn_some);
+      spawn_some();
+      other.join();
+    } // destroyed at once: most of the 50 are queued or running
+    ASSERT_EQ(ran.load(), 50) << "round " << round;
+  }
+}
+
 // -------------------------------------------------------------------------------------------
 // Misuse.
 

@@ -112,12 +112,12 @@ public:
   /// From one of this pool's own workers the job goes to that worker's queue (where idle thieves
   /// may take it). Throws pool_closed once the destructor has begun, except from a task of this
   /// pool while the pool still drains its work (a spawned task that spawns more is waited for
-  /// too). Counts the job as in flight until `finish_root(*local)`: `*local` (if given) tells
-  /// whether it was a submission from one of this pool's workers, counted lock-free. Returns the
+  /// too). Counts the job as in flight until `finish_root()`: lock-free from a worker of this
+  /// pool, under a mutex that no worker takes on the way from anywhere else. Returns the
   /// index of the worker whose queue holds the job (for withdraw_root), or `local_queue`: a
   /// normal-priority root submitted by a task of this pool goes to its worker's local deque,
   /// where that worker takes the newest first and thieves the oldest (see `priority`).
-  std::size_t submit_root(job *j, priority p = priority::normal, bool *local = nullptr);
+  std::size_t submit_root(job *j, priority p = priority::normal);
   /// What submit_root returns for a job pushed on the submitting worker's local deque.
   static constexpr std::size_t local_queue = static_cast<std::size_t>(-1);
 
@@ -133,9 +133,10 @@ public:
   /// what they hold (a spawned task its reader ran itself): the deque cannot give up an item in
   /// the middle, so the reader trims them from the bottom.
   void run_stale_local(job const *newest, bool (*stale)(job const *j) noexcept) noexcept;
-  /// Called once per submit_root, by the submitter, after the root has completed; `local` as
-  /// submit_root reported it (false for submissions from outside the pool, e.g. sync_wait).
-  void finish_root(bool local = false) noexcept;
+  /// Called once per submit_root, after the root has completed: by the worker that completed it
+  /// (lock-free: a store to that worker's own count), or by any other thread (under the
+  /// in-flight mutex, e.g. sync_wait's waiting thread). The destructor may proceed once it returns.
+  void finish_root() noexcept;
 
   /// Counts one submission from a task (resume_on) as in flight: the destructor waits for it.
   /// Throws pool_closed once the destructor has begun. Each call must be followed by exactly one
@@ -246,9 +247,9 @@ private:
   bool work_visible(detail::worker const &w) const noexcept;
   void wake(std::size_t index) noexcept;
   void wake_one() noexcept;
-  bool local_roots_done() const noexcept;
+  bool roots_done() const noexcept;
   std::size_t holds_pending() const noexcept;
-  std::size_t local_roots_pending() const noexcept;
+  std::size_t roots_pending() const noexcept;
   std::size_t pending(std::atomic<std::uint64_t> const *foreign_ends,
                       std::atomic<std::uint64_t> detail::worker::*ends,
                       std::atomic<std::uint64_t> const *foreign_starts,
@@ -276,7 +277,6 @@ private:
   alignas(64) std::atomic<std::size_t> m_active{0};  // workers running tasks
   alignas(64) std::atomic<std::size_t> m_thieves{0}; // workers awake and looking for work
   alignas(64) std::atomic<std::size_t> m_sleepers{0};
-  std::atomic<std::size_t> m_next_root{0};
   std::atomic<bool> m_stop{false};
   std::atomic<bool> m_closing{false};
 
@@ -284,17 +284,18 @@ private:
 
   mutable std::mutex m_inflight_mutex;
   std::condition_variable m_inflight_cv;
-  std::size_t m_inflight = 0; // roots and submissions from outside, submissions from tasks
-  // Roots submitted by our own tasks are counted per worker (detail::worker); one that finished
-  // off our workers is counted here.
+  std::size_t m_inflight = 0; // submissions from tasks (open_submission)
+  // Roots submitted from outside the pool (written under m_inflight_mutex). Roots submitted by
+  // our own tasks are counted per worker, and so are the finishes on our workers
+  // (detail::worker); a root that finished off our workers is counted in m_foreign_finished.
+  std::atomic<std::uint64_t> m_outside_roots{0};
   alignas(64) std::atomic<std::uint64_t> m_foreign_finished{0};
   // Holds (parked tasks) are counted per worker too; these count those taken or ended off our
   // workers (modified under m_inflight_mutex).
   std::atomic<std::uint64_t> m_foreign_holds{0};
   std::atomic<std::uint64_t> m_foreign_unholds{0};
-  std::atomic<std::uint64_t> m_roots_submitted{0}; // from outside; a statistic (roots_submitted())
-  mutable std::mutex m_observer_mutex;             // one exchange_observer at a time
-  core::observer *m_observer = nullptr;            // guarded by m_observer_mutex
+  mutable std::mutex m_observer_mutex;  // one exchange_observer at a time
+  core::observer *m_observer = nullptr; // guarded by m_observer_mutex
 };
 
 /// A pool whose idle workers keep looking for work.

@@ -290,14 +290,14 @@ struct spawned : core::job, core::root_block {
     drop_call();
     sched::pool *const p = m_pool; // read first: finished() may let the reader go on
     finished();
-    p->finish_root(m_local); // the pool's destructor may proceed once this returns
+    p->finish_root(); // the pool's destructor may proceed once this returns
   }
 
   /// Completion by a helper that is itself the one reader (a future awaited and helped): the
   /// result is already where the reader looks and nobody else waits, so nothing is published.
   void complete_as_reader() noexcept {
     drop_call();
-    m_pool->finish_root(m_local);
+    m_pool->finish_root();
   }
 
   /// Inside the await_suspend of a task that won claim_for_help(): creates the task as a called
@@ -323,7 +323,6 @@ struct spawned : core::job, core::root_block {
   sched::pool *m_pool;
   std::size_t m_queue_worker = 0; ///< where submit_root queued the job (futures only)
   sched::priority m_priority = sched::priority::normal;
-  bool m_local = false; ///< submitted by a worker of m_pool (see pool::submit_root)
 
 protected:
   /// Creates the task on `worker`'s stack and starts it as a root anchored here.
@@ -460,7 +459,6 @@ Base *launch(sched::pool &p, sched::priority prio, typename Base::init const &in
   using state = spawned_call<Base, stored_t<Fn>, stored_t<Args>...>;
   auto *s = new state(init, std::forward<Fn>(fn), std::forward<Args>(args)...);
   s->m_priority = prio;
-  s->m_local = p.is_worker_thread(); // as submit_root will find: written before the job can run
   std::size_t worker = 0;
   try {
     worker = p.submit_root(s, prio); // may throw pool_closed
