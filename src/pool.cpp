@@ -400,11 +400,11 @@ pool::~pool() {
   MAGPIE_CHECK(!is_worker_thread(), "a magpie pool was destroyed by one of its own workers");
   {
     std::unique_lock lock(m_inflight_mutex);
-    // seq_cst: new submissions now throw pool_closed; and a local root's finish_root either sees
-    // this store (and notifies under the mutex) or its count is seen by our predicate (§9.1).
+    // seq_cst: new submissions now throw pool_closed; and a root's finish_root on a worker either
+    // sees this store (and notifies under the mutex) or its count is seen by our predicate (§9.1).
     m_closing.store(true, std::memory_order_seq_cst);
 #if MAGPIE_PROCESS_BARRIER
-    // The workers' side of that handshake (holds, their ends, local roots' finishes) is a plain
+    // The workers' side of that handshake (holds, their ends, roots' finishes) is a plain
     // store where the process could register: this barrier on every running thread orders
     // each such store before its load of m_closing, or our store before it (§9.1, §13).
     core::detail::process_barrier();
@@ -412,9 +412,9 @@ pool::~pool() {
     // Roots, submissions from tasks (resume_on) and parked tasks alike: after this wait no
     // submitter touches the pool again, and every job pushed to a queue was pushed before m_stop
     // (§5.1). Tasks parked on a primitive that never releases them keep us waiting: say so once.
-    // Roots spawned by the pool's own tasks and parked tasks are counted apart (per worker,
-    // lock-free); a finish or an end of hold that sees `closing` notifies under this mutex, so the
-    // predicate cannot miss it. Parked tasks first, then local roots (protocols §7, §9.1).
+    // Roots and parked tasks are counted apart (per worker, lock-free; roots from outside by their
+    // submitters, under this mutex); a finish or an end of hold that sees `closing` notifies under
+    // this mutex, so the predicate cannot miss it. Parked tasks first, then roots (§7, §9.1).
     auto const drained = [&] { return m_inflight == 0 && holds_pending() == 0 && roots_done(); };
     if (!m_inflight_cv.wait_for(lock, std::chrono::seconds(1), drained)) {
       if (std::size_t const parked = holds_pending(); parked != 0) {
@@ -955,9 +955,10 @@ bool pool::work_visible(detail::worker const &w) const noexcept {
 }
 
 void pool::idle(detail::worker &w) {
-  if (!w.idle.load(
-          std::memory_order_relaxed)) { // written once, not every round: submitters read it
-    w.idle.store(true, std::memory_order_relaxed); // a hint for choose_worker(): no edge
+  // A hint for choose_worker() (no edge), written once rather than every round: submitters read
+  // its line.
+  if (!w.idle.load(std::memory_order_relaxed)) {
+    w.idle.store(true, std::memory_order_relaxed);
   }
   ++w.failures;
   if (w.failures < spin_rounds) {

@@ -2,16 +2,16 @@
 //   spawn→start  from the submitting thread's clock read before the call to the task's first
 //                clock read (steady_clock, comparable across cores);
 //   finish→get   from the task's last clock read to the return of the reader's get()/join()/
-//                wait() on the submitting thread.
+//                wait() (or of sync_wait) on the submitting thread.
 // Magpie on a one-worker lazy_pool that is idle (its worker asleep) and on a one-worker
 // busy_pool (its worker spinning), against std::thread, std::async(launch::async) and oneTBB
 // task_group::run (an arena of main + 1 worker; its wait() may run the task itself). One worker
 // so that the submitter and the worker each have a core of this 2-core machine. One more magpie
-// row spawns from a task: on a two-worker busy_pool, a task spawns and then spins until the task
-// has started (so that it does not run it itself), and the other worker, idle and spinning,
-// steals it from the spawner's local deque; finish→get is there the awaiting task's resumption
-// (co_await of a finished future). Each row: the median and the 90th percentile of `--reps`
-// (default 2000) round trips, each checked.
+// row spawns from a task: on a two-worker busy_pool, one root task makes all its round trips —
+// it spawns, then spins until the child has started (so that it does not run the child itself),
+// and the other worker, idle and spinning, steals the child from the spawner's local deque;
+// finish→get is there the awaiting task's `co_await` of the finished future. Each row: the median
+// and the 90th percentile of `--reps` (default 2000) round trips, each checked.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -101,34 +101,31 @@ row magpie_row(char const *name, magpie::pool &pool, int reps) {
       });
 }
 
-/// Spawns from a task of `pool` and spins until the child has started on another worker.
-magpie::task<int> spawn_from_task(magpie::pool *pool, stamps *s, int i, std::int64_t *t0,
-                                  std::int64_t *t2) {
-  s->start = 0;
-  std::atomic_ref<std::int64_t> started(s->start);
-  *t0 = now_ns();
-  auto f = magpie::spawn(*pool, stamped, s, i);
-  while (started.load(std::memory_order_acquire) == 0) {
-    magpie::core::detail::cpu_pause();
+/// All the round trips of the task row, inside one root task of `pool` (the steady state of a
+/// task that spawns, not the start of a sync_wait): each spawns, spins until the child has
+/// started on the other worker (so that it does not run the child itself), then awaits it.
+magpie::task<void> spawn_from_task(magpie::pool *pool, row *r, int reps) {
+  for (int i = -reps / 10; i < reps; ++i) { // the first tenth warms up
+    stamps s;
+    std::atomic_ref<std::int64_t> started(s.start);
+    std::int64_t const t0 = now_ns();
+    auto f = magpie::spawn(*pool, stamped, &s, i);
+    while (started.load(std::memory_order_acquire) == 0) {
+      magpie::core::detail::cpu_pause();
+    }
+    int const v = co_await f;
+    std::int64_t const t2 = now_ns();
+    r->bad += v != i ? 1 : 0;
+    if (i >= 0) {
+      r->to_start.push_back(s.start - t0);
+      r->to_get.push_back(t2 - s.end);
+    }
   }
-  int const v = co_await f;
-  *t2 = now_ns();
-  co_return v;
 }
 
 row task_row(char const *name, magpie::pool &pool, int reps) {
   row r{name, {}, {}, 0};
-  for (int i = -reps / 10; i < reps; ++i) { // the first tenth warms up
-    stamps s;
-    std::int64_t t0 = 0;
-    std::int64_t t2 = 0;
-    int const v = magpie::sync_wait(pool, spawn_from_task, &pool, &s, i, &t0, &t2);
-    r.bad += v != i ? 1 : 0;
-    if (i >= 0) {
-      r.to_start.push_back(s.start - t0);
-      r.to_get.push_back(t2 - s.end);
-    }
-  }
+  magpie::sync_wait(pool, spawn_from_task, &pool, &r, reps);
   return r;
 }
 
@@ -149,6 +146,9 @@ int main(int argc, char **argv) {
   {
     magpie::busy_pool busy(1);
     rows.push_back(magpie_row("magpie::spawn, busy_pool(1)", busy, reps));
+    rows.push_back(measure(
+        "magpie::sync_wait, busy_pool(1)", reps,
+        [&](stamps &s, int i) { return magpie::sync_wait(busy, stamped, &s, i); }, [] {}));
   }
   {
     magpie::busy_pool busy(2);

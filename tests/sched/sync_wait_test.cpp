@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <iterator>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -126,6 +128,48 @@ TEST(sync_wait, many_threads_on_small_lazy_and_busy_pools) {
   {
     magpie::busy_pool pool(2);
     hammer(pool, 8, iterations);
+  }
+}
+
+// The caller polls for 4 µs before it sleeps (protocols §9.1, "sync_wait's caller"): roots that
+// end before, around and after that moment, from three threads at once, each root's job on its
+// caller's stack. A completer that touched the job after its exchange of `done` would touch a
+// returned caller's frame (ASan, TSan); a lost wake-up would leave a caller asleep (the watchdog).
+task<long> busy_for(std::uint64_t iters, long v) {
+  (void)spin_work(iters);
+  co_return v;
+}
+
+TEST(sync_wait, roots_that_end_while_the_caller_polls_or_sleeps) {
+  watchdog dog(current_test_name());
+  int const iterations = scaled(600, 150);
+  // From nothing to well past the polling window (a few ns per iteration).
+  std::uint64_t const lengths[] = {0, 100, 500, 1000, 2000, 4000, 20000};
+  auto const run = [&](magpie::pool &pool) {
+    std::atomic<long> wrong{0};
+    auto const caller = [&](int seed) {
+      for (int i = 0; i < iterations; ++i) {
+        long const v = seed * 100000L + i;
+        std::uint64_t const len = lengths[static_cast<std::size_t>(i + seed) % std::size(lengths)];
+        if (magpie::sync_wait(pool, busy_for, len, v) != v) {
+          wrong.fetch_add(1);
+        }
+      }
+    };
+    std::thread a(caller, 1);
+    std::thread b(caller, 2);
+    caller(3);
+    a.join();
+    b.join();
+    EXPECT_EQ(wrong.load(), 0);
+  };
+  {
+    magpie::busy_pool pool(2);
+    run(pool);
+  }
+  {
+    magpie::lazy_pool pool(1);
+    run(pool);
   }
 }
 

@@ -37,18 +37,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <coroutine>
 #include <cstdint>
 #include <future>
-#include <mutex>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
 
 #include "magpie/core/config.hpp"
 #include "magpie/core/context.hpp"
-#include "magpie/core/detail/pause.hpp"
 #include "magpie/core/frame.hpp"
 #include "magpie/sched/pool.hpp"
 #include "magpie/sched/sync_wait.hpp"
@@ -65,26 +62,15 @@ namespace detail {
 template <typename U, typename Fn, typename... Args>
 future<U> make_future(sched::pool &p, sched::priority prio, Fn &&fn, Args &&...args);
 
-/// Where plain threads wait for futures: a few mutex/condition-variable pairs shared by all
-/// futures (by address), so that a future's state carries none (most futures are read by tasks).
-struct thread_wait_slot {
-  std::mutex mutex;
-  std::condition_variable cv;
-};
-inline thread_wait_slot &thread_wait_slot_of(void const *state) noexcept {
-  static thread_wait_slot slots[16];
-  auto const a = reinterpret_cast<std::uintptr_t>(state);
-  return slots[(a >> 6) % 16];
-}
-
 /// A future's state: the result, and the one reader's wait. `m_word` is `pending`, `done`,
-/// `thread_waiting` (a plain thread waits on m_cv) or the address of a waiting task's waiter.
+/// `thread_waiting` (a plain thread sleeps on a shared slot: sched::detail::wait_for_done) or the
+/// address of a waiting task's waiter.
 template <typename T>
 struct future_state : spawned {
   static constexpr bool keeps_value = true;
-  static constexpr std::uintptr_t pending = 0;
-  static constexpr std::uintptr_t done = 1;
-  static constexpr std::uintptr_t thread_waiting = 2;
+  static constexpr std::uintptr_t pending = sched::detail::word_pending;
+  static constexpr std::uintptr_t done = sched::detail::word_done;
+  static constexpr std::uintptr_t thread_waiting = sched::detail::word_thread_waiting;
 
   struct init {
     sched::pool *pool;
@@ -109,56 +95,12 @@ struct future_state : spawned {
     return m_value.take();
   }
 
-  /// Blocks the calling thread until ready, or until `deadline` (then false).
+  /// Blocks the calling thread until ready, or until `deadline` (then false): polls briefly,
+  /// then sleeps on a shared slot (sched::detail::wait_for_done). The one reader only: the word
+  /// is `pending` or `done` here (a task reader would have been the one reader).
   template <typename Clock, typename Duration>
   bool wait_until(std::chrono::time_point<Clock, Duration> const *deadline) {
-    std::uintptr_t w = m_word.load(std::memory_order_acquire); // acquire: as in ready()
-    if (w == done) {
-      return true;
-    }
-    if (w == pending && spin_until_done(deadline)) {
-      return true; // the completer saw `pending`: it touches no wait slot
-    }
-    w = m_word.load(std::memory_order_acquire); // acquire: as in ready()
-    if (w == pending) {
-      // acq_rel: acquire, on failure, sees the result if it became ready meanwhile.
-      m_word.compare_exchange_strong(w, thread_waiting, std::memory_order_acq_rel,
-                                     std::memory_order_acquire);
-    }
-    thread_wait_slot &slot = thread_wait_slot_of(this);
-    std::unique_lock lock(slot.mutex);
-    // finished() stores `done` before taking this mutex to notify: we either see `done` here, or
-    // are waiting (the mutex released) when it notifies. acquire: the result is visible.
-    // (Other futures share the slot: their notifications only make us look again.)
-    auto is_done = [&] { return m_word.load(std::memory_order_acquire) == done; };
-    if (deadline == nullptr) {
-      slot.cv.wait(lock, is_done);
-      return true;
-    }
-    return slot.cv.wait_until(lock, *deadline, is_done);
-  }
-
-  /// Before sleeping: polls the word for a few microseconds (less than a sleep and a wake-up
-  /// cost the two threads on a VM, ~6 µs), or until `deadline` if that comes first. True if the
-  /// result became ready. A result due soon is then seen without a system call on either side;
-  /// a task that runs longer costs the reader at most the spin.
-  template <typename Clock, typename Duration>
-  bool spin_until_done(std::chrono::time_point<Clock, Duration> const *deadline) const noexcept {
-    auto const until = std::chrono::steady_clock::now() + std::chrono::microseconds(4);
-    for (;;) {
-      if (deadline != nullptr && Clock::now() >= *deadline) {
-        return false; // (a poll, wait_for(0), does not spin)
-      }
-      for (int i = 0; i < 32; ++i) {
-        if (ready()) {
-          return true;
-        }
-        core::detail::cpu_pause();
-      }
-      if (std::chrono::steady_clock::now() >= until) {
-        return ready();
-      }
-    }
+    return sched::detail::wait_for_done(m_word, this, deadline);
   }
 
   /// Under no lock: enqueue a waiting task unless the result is ready (then true).
@@ -180,9 +122,7 @@ protected:
     // word; acquire makes a waiting task's waiter (published by its CAS) visible to us.
     std::uintptr_t const w = m_word.exchange(done, std::memory_order_acq_rel);
     if (w == thread_waiting) {
-      thread_wait_slot &slot = thread_wait_slot_of(this);
-      std::lock_guard lock(slot.mutex); // see wait_until: the waiter is waiting or will see done
-      slot.cv.notify_all();
+      sched::detail::notify_thread(this); // the state lives on (our reference): only the slot
     } else if (w != pending) {
       reinterpret_cast<waiter *>(w)->wake(); // point of no return for that waiter
     }
