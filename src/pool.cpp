@@ -321,7 +321,8 @@ void check_strand_ended(core::context &ctx) noexcept {
                "docs/protocols.md), or a magpie bug: please report it");
 }
 
-/// Adds one to a counter that only the calling thread writes: a plain store, no read-modify-write.
+/// Adds one to a counter that only the calling thread writes (or only the holder of the mutex
+/// that guards it): a plain store, no read-modify-write.
 void bump_own(std::atomic<std::uint64_t> &count, std::memory_order order) noexcept {
   count.store(count.load(std::memory_order_relaxed) + 1, order);
 }
@@ -678,8 +679,7 @@ std::size_t pool::submit_root(job *j, priority p) {
     if (m_closing.load(std::memory_order_relaxed)) { // written under this mutex
       throw pool_closed();
     }
-    m_outside_roots.store(m_outside_roots.load(std::memory_order_relaxed) + 1,
-                          std::memory_order_seq_cst); // seq_cst: as the workers' counts (§9.1)
+    bump_own(m_outside_roots, std::memory_order_seq_cst); // seq_cst: as the workers' (§9.1)
   }
   // A task spawning keeps the job local (thieves take it if we stay busy), and wakes nobody:
   // while we run tasks at least one thief is awake (docs/protocols.md §6). At normal priority it
