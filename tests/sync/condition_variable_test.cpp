@@ -139,6 +139,8 @@ struct gate_state {
   magpie::mutex m;
   magpie::condition_variable cv;
   bool open = false; // guarded by m
+  // Set (under m, with open) before a notify: a waiter that left the queue was notified.
+  std::atomic<bool> opened{false};
   critical_state s;
   std::atomic<int> order_next{0};
   std::vector<int> order;
@@ -158,6 +160,7 @@ task<void> open_gate(gate_state *st, bool one_by_one, int n) {
   {
     auto g = co_await st->m.scoped_lock();
     st->open = true;
+    st->opened.store(true);
   }
   if (one_by_one) {
     for (int i = 0; i < n; ++i) {
@@ -171,10 +174,13 @@ task<void> open_gate(gate_state *st, bool one_by_one, int n) {
 task<void> waiters_then_open(gate_state *st, int n, bool from_task, bool one_by_one) {
   for (int i = 0; i < n; ++i) {
     co_await fork(wait_gate, st, i);
-    // Queued, or already released: a plain thread that opens the gate once all n are queued may
-    // notify them before this loop sees the n-th (seen under TSan: the test then waited forever).
+    // Queued, or already notified: a plain thread that opens the gate once all n are queued may
+    // notify them before this loop sees the n-th. The notified waiters cannot run while this
+    // loop holds the only worker (busy_1: seen in CI, the test waited 10 s), so the loop looks
+    // at `opened`, stored before the notify: a waiter missing from waiting() was taken under the
+    // condition variable's lock by a notify that follows the store, so the store is seen.
     if (!wait_until([st, i] {
-          return st->cv.waiting() >= static_cast<std::size_t>(i + 1) || st->order_next.load() > 0;
+          return st->cv.waiting() >= static_cast<std::size_t>(i + 1) || st->opened.load();
         })) {
       throw std::runtime_error("a waiter never queued");
     }
@@ -208,6 +214,7 @@ TEST_P(condition_variable_test, a_plain_thread_notifies_waiting_tasks) {
       {
         auto g = st.m.scoped_lock_blocking();
         st.open = true;
+        st.opened.store(true);
       }
       st.cv.notify_all(); // outside the lock: the waiters are queued already
     });
