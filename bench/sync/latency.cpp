@@ -10,8 +10,9 @@
 // row spawns from a task: on a two-worker busy_pool, one root task makes all its round trips —
 // it spawns, then spins until the child has started (so that it does not run the child itself),
 // and the other worker, idle and spinning, steals the child from the spawner's local deque;
-// finish→get is there the awaiting task's `co_await` of the finished future. Each row: the median
-// and the 90th percentile of `--reps` (default 2000) round trips, each checked.
+// finish→get is there the awaiting task's `co_await` of the finished future. Another row has the
+// submitting thread wait in an event's queue (event::wait_blocking) until the task sets it. Each
+// row: the median and the 90th percentile of `--reps` (default 2000) round trips, each checked.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -79,6 +81,15 @@ magpie::task<int> stamped(stamps *s, int v) {
   std::atomic_ref<std::int64_t>(s->start).store(now_ns(), std::memory_order_release);
   s->end = now_ns();
   co_return v;
+}
+
+/// For the event row: stamps, leaves `v` in `*out`, then sets `*ev` (which publishes both).
+magpie::task<void> stamped_set(stamps *s, int v, int *out, magpie::event *ev) {
+  s->start = now_ns();
+  s->end = now_ns();
+  *out = v;
+  ev->set();
+  co_return;
 }
 
 int stamped_plain(stamps *s, int v) {
@@ -151,6 +162,29 @@ int main(int argc, char **argv) {
         [&](stamps &s, int i) { return magpie::sync_wait(busy, stamped, &s, i); }, [] {}));
   }
   {
+    // A plain thread blocked in a primitive's queue (event::wait_blocking), released by the task
+    // it spawned: finish->get is the task's last stamp before set() to wait_blocking's return.
+    // The future is kept and dropped outside the timed part.
+    magpie::busy_pool busy(1);
+    magpie::event ev(magpie::event::reset::automatic);
+    std::optional<magpie::future<void>> spawned;
+    rows.push_back(measure(
+        "magpie::event::wait_blocking, busy_pool(1)", reps,
+        [&](stamps &s, int i) {
+          int out = -1;
+          spawned.emplace(magpie::spawn(busy, stamped_set, &s, i, &out, &ev));
+          ev.wait_blocking();
+          return out;
+        },
+        [&] {
+          if (spawned) {
+            spawned->get();
+            spawned.reset();
+          }
+        }));
+    spawned.reset();
+  }
+  {
     magpie::busy_pool busy(2);
     rows.push_back(task_row("magpie::spawn in a task, busy_pool(2)", busy, reps));
   }
@@ -186,10 +220,10 @@ int main(int argc, char **argv) {
   }
 #endif
   int bad = 0;
-  std::printf("%-38s %14s %14s %14s %14s\n", "latency, ns (median / p90)", "spawn->start", "p90",
+  std::printf("%-44s %14s %14s %14s %14s\n", "latency, ns (median / p90)", "spawn->start", "p90",
               "finish->get", "p90");
   for (auto const &r : rows) {
-    std::printf("%-38s %14lld %14lld %14lld %14lld%s\n", r.name.c_str(),
+    std::printf("%-44s %14lld %14lld %14lld %14lld%s\n", r.name.c_str(),
                 static_cast<long long>(pct(r.to_start, 0.5)),
                 static_cast<long long>(pct(r.to_start, 0.9)),
                 static_cast<long long>(pct(r.to_get, 0.5)),

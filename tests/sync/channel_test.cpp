@@ -544,6 +544,46 @@ TEST(channel_ring, ping_pong_with_a_thread_loses_no_wake_up) {
   }
 }
 
+// A plain thread's blocking wait polls its one-shot word for 4 µs before it sleeps
+// (sync/detail/blocking.hpp, protocols §9.1): a task that sends or receives before, around and
+// after that moment, on an unbuffered channel (the value goes through the waiter's slot, which
+// the word's release/acquire publishes) and on a ring of one. A waker that touched the waiter
+// after its exchange of `done` would touch a returned thread's stack (ASan, TSan); a lost wake-up
+// leaves the thread asleep (the watchdog); a slot read before it is published is a wrong value.
+task<long> spin_then_send(channel<long> *ch, std::uint64_t iters, long v) {
+  (void)spin_work(iters);
+  co_return (co_await ch->send(v)) ? 1 : 0;
+}
+
+task<long> spin_then_receive(channel<long> *ch, std::uint64_t iters) {
+  (void)spin_work(iters);
+  std::optional<long> r = co_await ch->receive();
+  co_return r.value_or(-1);
+}
+
+TEST(channel_plain, a_thread_released_while_it_polls_or_sleeps) {
+  watchdog dog(current_test_name());
+  int const iterations = scaled(600, 120);
+  std::uint64_t const lengths[] = {0, 100, 500, 1000, 2000, 4000, 20000};
+  for (std::size_t capacity : {std::size_t{0}, std::size_t{1}}) {
+    magpie::busy_pool pool(1);
+    channel<long> ch(capacity);
+    long wrong = 0;
+    for (int i = 0; i < iterations; ++i) {
+      std::uint64_t const len = lengths[static_cast<std::size_t>(i) % std::size(lengths)];
+      long const v = 1000L * i + 7;
+      auto sent = magpie::spawn(pool, spin_then_send, &ch, len, v);
+      std::optional<long> r = ch.receive_blocking();
+      wrong += (r != v) ? 1 : 0;
+      wrong += (sent.get() != 1) ? 1 : 0;
+      auto received = magpie::spawn(pool, spin_then_receive, &ch, len);
+      wrong += ch.send_blocking(v + 1) ? 0 : 1;
+      wrong += (received.get() != v + 1) ? 1 : 0;
+    }
+    EXPECT_EQ(wrong, 0) << "capacity " << capacity;
+  }
+}
+
 std::string channel_param_name(
     ::testing::TestParamInfo<std::tuple<magpie::test::sched_param, std::size_t>> const &info) {
   return to_string(std::get<0>(info.param)) + "_cap" + std::to_string(std::get<1>(info.param));

@@ -10,17 +10,14 @@
 // same scheduler would deadlock a one-worker pool, so it throws std::logic_error.
 
 #include <atomic>
-#include <chrono>
 #include <concepts>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <stdexcept>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
-#include "magpie/core/detail/pause.hpp"
+#include "magpie/core/detail/thread_wait.hpp"
 #include "magpie/core/ext.hpp"
 #include "magpie/core/fork.hpp"
 #include "magpie/core/frame.hpp"
@@ -40,78 +37,6 @@ concept scheduler = requires(S &s, job *j, S const &cs) {
 };
 
 namespace detail {
-
-/// A one-shot completion that one plain thread may wait for: `pending`, `done`, or
-/// `thread_waiting` (the waiter sleeps). The completer exchanges `done` in and, if it took
-/// `thread_waiting` out, calls notify_thread(key). Words that also hold other states (a future's
-/// word holds a waiting task's address) share the three values.
-inline constexpr std::uintptr_t word_pending = 0;
-inline constexpr std::uintptr_t word_done = 1;
-inline constexpr std::uintptr_t word_thread_waiting = 2;
-
-/// Where plain threads sleep: a few mutex/condition-variable pairs shared by all waits (by the
-/// address of what is waited for), so that it carries none and may be gone as soon as its waiter
-/// has seen `done`: the completer touches only the slot (static) after its exchange.
-struct thread_wait_slot {
-  std::mutex mutex;
-  std::condition_variable cv;
-};
-inline thread_wait_slot &thread_wait_slot_of(void const *key) noexcept {
-  static thread_wait_slot slots[16];
-  auto const a = reinterpret_cast<std::uintptr_t>(key);
-  return slots[(a >> 6) % 16];
-}
-
-/// The completer's side, after its exchange returned `word_thread_waiting`: wakes the waiter.
-/// `key` is only an address here (what it named may be gone).
-inline void notify_thread(void const *key) noexcept {
-  thread_wait_slot &slot = thread_wait_slot_of(key);
-  std::lock_guard lock(slot.mutex); // the waiter checks the word under it: waiting, or will see
-  slot.cv.notify_all();             // done (the slot's other waits just look again)
-}
-
-/// The waiting thread's side: blocks until `word` is `word_done` (acquire: the completer's writes
-/// are visible), or until `deadline` (then false). It first polls for up to 4 µs — less than a
-/// sleep and a wake-up cost the two threads (~6 µs on a VM) — or until the deadline if sooner (a
-/// deadline already past: no polling); while it polls the word stays `pending`, so a completion
-/// then costs neither side a system call. Then it announces itself (`pending` →
-/// `thread_waiting`) and sleeps on the slot of `key`. Protocol: docs/protocols.md §9.1.
-template <typename Clock, typename Duration>
-bool wait_for_done(std::atomic<std::uintptr_t> &word, void const *key,
-                   std::chrono::time_point<Clock, Duration> const *deadline) {
-  auto const is_done = [&] { return word.load(std::memory_order_acquire) == word_done; };
-  auto const until = std::chrono::steady_clock::now() + std::chrono::microseconds(4);
-  for (;;) {
-    if (deadline != nullptr && Clock::now() >= *deadline) {
-      break;
-    }
-    for (int i = 0; i < 32; ++i) {
-      if (is_done()) {
-        return true;
-      }
-      core::detail::cpu_pause();
-    }
-    if (std::chrono::steady_clock::now() >= until) {
-      break;
-    }
-  }
-  std::uintptr_t w = word_pending;
-  // acq_rel; on failure acquire: a result that became ready meanwhile is visible.
-  if (!word.compare_exchange_strong(w, word_thread_waiting, std::memory_order_acq_rel,
-                                    std::memory_order_acquire) &&
-      w == word_done) {
-    return true;
-  }
-  thread_wait_slot &slot = thread_wait_slot_of(key);
-  std::unique_lock lock(slot.mutex);
-  // The completer stores `done` before taking this mutex to notify: we either see `done` here,
-  // or are waiting (the mutex released) when it notifies.
-  if (deadline == nullptr) {
-    slot.cv.wait(lock, is_done);
-    return true;
-  }
-  return slot.cv.wait_until(lock, *deadline, is_done);
-}
 
 template <typename T>
 struct value_slot {
@@ -154,17 +79,11 @@ struct root_job final : job, core::root_block {
 
   static void complete(core::root_block *b) noexcept {
     auto *self = static_cast<root_job *>(b);
-    // acq_rel: release publishes the result to the waiter's acquire. The last touch of the job:
-    // once `done` is in, the waiter may return and free it; only its address is used below.
-    if (self->m_word.exchange(word_done, std::memory_order_acq_rel) == word_thread_waiting) {
-      notify_thread(self);
-    }
+    // The last touch of the job: once `done` is in, the waiter may return and free it.
+    core::detail::set_done(self->m_word, self);
   }
 
-  void wait() {
-    (void)wait_for_done(m_word, this,
-                        static_cast<std::chrono::steady_clock::time_point const *>(nullptr));
-  }
+  void wait() { core::detail::wait_for_done(m_word, this); }
 
   value_type result() {
     if (has_exception()) {
@@ -176,7 +95,7 @@ struct root_job final : job, core::root_block {
   Fn &&m_fn;
   std::tuple<Args &&...> m_args;
   value_slot<value_type> m_value;
-  std::atomic<std::uintptr_t> m_word{word_pending};
+  std::atomic<std::uintptr_t> m_word{core::detail::word_pending};
 };
 
 } // namespace detail

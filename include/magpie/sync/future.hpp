@@ -46,6 +46,7 @@
 
 #include "magpie/core/config.hpp"
 #include "magpie/core/context.hpp"
+#include "magpie/core/detail/thread_wait.hpp"
 #include "magpie/core/frame.hpp"
 #include "magpie/sched/pool.hpp"
 #include "magpie/sched/sync_wait.hpp"
@@ -63,14 +64,14 @@ template <typename U, typename Fn, typename... Args>
 future<U> make_future(sched::pool &p, sched::priority prio, Fn &&fn, Args &&...args);
 
 /// A future's state: the result, and the one reader's wait. `m_word` is `pending`, `done`,
-/// `thread_waiting` (a plain thread sleeps on a shared slot: sched::detail::wait_for_done) or the
+/// `thread_waiting` (a plain thread sleeps on a shared slot: core::detail::wait_for_done) or the
 /// address of a waiting task's waiter.
 template <typename T>
 struct future_state : spawned {
   static constexpr bool keeps_value = true;
-  static constexpr std::uintptr_t pending = sched::detail::word_pending;
-  static constexpr std::uintptr_t done = sched::detail::word_done;
-  static constexpr std::uintptr_t thread_waiting = sched::detail::word_thread_waiting;
+  static constexpr std::uintptr_t pending = core::detail::word_pending;
+  static constexpr std::uintptr_t done = core::detail::word_done;
+  static constexpr std::uintptr_t thread_waiting = core::detail::word_thread_waiting;
 
   struct init {
     sched::pool *pool;
@@ -96,11 +97,11 @@ struct future_state : spawned {
   }
 
   /// Blocks the calling thread until ready, or until `deadline` (then false): polls briefly,
-  /// then sleeps on a shared slot (sched::detail::wait_for_done). The one reader only: the word
+  /// then sleeps on a shared slot (core::detail::wait_for_done). The one reader only: the word
   /// is `pending` or `done` here (a task reader would have been the one reader).
   template <typename Clock, typename Duration>
   bool wait_until(std::chrono::time_point<Clock, Duration> const *deadline) {
-    return sched::detail::wait_for_done(m_word, this, deadline);
+    return core::detail::wait_for_done(m_word, this, deadline);
   }
 
   /// Under no lock: enqueue a waiting task unless the result is ready (then true).
@@ -122,7 +123,7 @@ protected:
     // word; acquire makes a waiting task's waiter (published by its CAS) visible to us.
     std::uintptr_t const w = m_word.exchange(done, std::memory_order_acq_rel);
     if (w == thread_waiting) {
-      sched::detail::notify_thread(this); // the state lives on (our reference): only the slot
+      core::detail::notify_thread(this); // the state lives on (our reference): only the slot
     } else if (w != pending) {
       reinterpret_cast<waiter *>(w)->wake(); // point of no return for that waiter
     }

@@ -5,17 +5,19 @@
 // queue a thread in the same FIFO as their tasks, so hand-off order is one order for both. A
 // thread's `blocking_waiter` lives on its own stack and is a `waiter` whose task handle is empty
 // (a task waiter's handle is set by park before it is queued); `release` and `release_all`
-// dispatch on that: a task is resubmitted to its pool, a thread is notified under the waiter's
-// own mutex. The thread returns only after it has seen `m_done` under that mutex, which the waker
-// set and released last: the waker touches nothing of the waiter after its unlock, so the waiter
-// may vanish as soon as its thread returns.
+// dispatch on that: a task is resubmitted to its pool, a thread's one-shot word is set to `done`
+// (core/detail/thread_wait.hpp: the thread polls it for up to 4 µs, then sleeps on a static
+// slot that the waker notifies). The waker's exchange of `done` is its last touch of the waiter
+// (a notify after it names only a static slot), so the waiter may vanish as soon as its thread
+// has seen `done`.
 
-#include <condition_variable>
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
-#include <mutex>
 #include <utility>
 
+#include "magpie/core/detail/thread_wait.hpp"
 #include "magpie/sync/detail/lock_word.hpp"
 #include "magpie/sync/detail/waiter.hpp"
 #include "magpie/sync/suspend.hpp"
@@ -24,26 +26,17 @@ namespace magpie::sync::detail {
 
 /// A plain thread waiting in a primitive's queue. Lives on the waiting thread's stack.
 struct blocking_waiter : waiter {
-  std::mutex m_mutex;
-  std::condition_variable m_cv;
-  bool m_done = false; ///< guarded by m_mutex
+  std::atomic<std::uintptr_t> m_word{core::detail::word_pending};
 
   /// Blocks the calling thread until released; rethrows what release stored with the wake.
   void block() {
-    {
-      std::unique_lock lock(m_mutex);
-      // The mutex: release's store of m_done (and of m_error, m_slot before it) happens-before
-      // our read of it here.
-      m_cv.wait(lock, [this] { return m_done; });
-    }
+    // Acquire (inside): release's writes of m_error and m_slot before its exchange are visible.
+    core::detail::wait_for_done(m_word, this);
     rethrow_if_failed();
   }
 
-  void notify() noexcept {
-    std::lock_guard lock(m_mutex);
-    m_done = true;
-    m_cv.notify_one(); // under the mutex: the waiter cannot return (and free m_cv) before unlock
-  }
+  /// The waker's side. Its last touch of the waiter (see the top of this file).
+  void notify() noexcept { core::detail::set_done(m_word, this); }
 };
 
 /// Wakes one waiter taken from a queue: a task is resubmitted to its pool, a thread is notified.
