@@ -101,7 +101,8 @@ check mutex.BUG_RELEASE_FIRST    mutex.pml fail safety -DBUG_RELEASE_FIRST
 check mutex.BUG_NO_WAITERS_BIT   mutex.pml fail safety -DBUG_NO_WAITERS_BIT
 check mutex.BUG_FAST_IGNORES_LOCK mutex.pml fail safety -DBUG_FAST_IGNORES_LOCK
 # (d) suspension: a resume that arrives before the suspension has finished (the phase CAS), and
-#     waiting on a primitive (park, then enqueue under the lock; set() publishes and unlocks at once)
+#     waiting on a primitive (park, then one CAS into the event's word or enqueue under the lock;
+#     set() takes the lone waiter by one CAS, or publishes and unlocks at once)
 check suspend                          suspend.pml pass safety
 check suspend.BUG_RESUBMIT_NO_CAS      suspend.pml fail safety -DBUG_RESUBMIT_NO_CAS
 check suspend.BUG_STORE_NOT_CAS        suspend.pml fail safety -DBUG_STORE_NOT_CAS
@@ -109,6 +110,12 @@ check waiter                           waiter.pml  pass safety
 check waiter.BUG_ENQUEUE_BEFORE_PARK   waiter.pml  fail safety -DBUG_ENQUEUE_BEFORE_PARK
 check waiter.BUG_NO_RECHECK            waiter.pml  fail safety -DBUG_NO_RECHECK
 check waiter.BUG_PUBLISH_THEN_UNLOCK   waiter.pml  fail safety -DBUG_PUBLISH_THEN_UNLOCK
+check waiter.BUG_SET_IGNORES_QUEUED    waiter.pml  fail safety -DBUG_SET_IGNORES_QUEUED
+check waiter.BUG_SOLO_DROPPED          waiter.pml  fail safety -DBUG_SOLO_DROPPED
+check waiter.auto                      waiter.pml  pass safety -DAUTO
+check waiter.auto.BUG_NO_RECHECK       waiter.pml  fail safety -DAUTO -DBUG_NO_RECHECK
+check waiter.auto.BUG_SET_IGNORES_QUEUED waiter.pml fail safety -DAUTO -DBUG_SET_IGNORES_QUEUED
+check waiter.auto.BUG_SOLO_DROPPED     waiter.pml  fail safety -DAUTO -DBUG_SOLO_DROPPED
 
 # (e) the reactor's sleep against a timer being armed (docs/protocols.md §10)
 check reactor                 reactor.pml pass safety

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -148,6 +149,51 @@ TEST_P(event_test, lost_wake_up_hunt_task_and_task) {
             2L * rounds);
 }
 
+// An auto-reset turnstile: two tasks and a plain thread wait on one event in loops, and a setter
+// sets it only once the previous set has let somebody through, so no set coalesces and every set
+// must release exactly one wait. The waiters meet the event in every state of its word (nobody,
+// the flag, one waiter in the word, a queue) while the set races them. A lost wake-up hangs
+// (the watchdog); a set that released two shows as a count past the sets.
+task<long> turnstile_waiter(int, event *ev, std::atomic<long> *passed, long rounds) {
+  for (long r = 0; r < rounds; ++r) {
+    co_await ev->wait();
+    passed->fetch_add(1);
+  }
+  co_return rounds;
+}
+
+TEST_P(event_test, auto_reset_turnstile_releases_one_wait_per_set) {
+  event ev(event::reset::automatic);
+  std::atomic<long> passed{0};
+  std::atomic<long> over{0};
+  long const rounds = scaled(3000, 300);
+  int const tasks = 2;
+  long const total = rounds * (tasks + 1);
+  std::thread thread_waiter([&] {
+    for (long r = 0; r < rounds; ++r) {
+      ev.wait_blocking();
+      passed.fetch_add(1);
+    }
+  });
+  std::thread setter([&] {
+    for (long k = 0; k < total; ++k) {
+      ev.set();
+      if (!wait_until([&] { return passed.load() >= k + 1; })) {
+        return; // lost: the waiters hang and the watchdog reports it
+      }
+      over += passed.load() > k + 1 ? 1 : 0;
+    }
+  });
+  EXPECT_EQ(m_sched.run(fork_n<decltype(&turnstile_waiter), event *, std::atomic<long> *, long>,
+                        tasks, &turnstile_waiter, &ev, &passed, rounds),
+            tasks * rounds);
+  thread_waiter.join();
+  setter.join();
+  EXPECT_EQ(passed.load(), total);
+  EXPECT_EQ(over.load(), 0);
+  EXPECT_FALSE(ev.is_set());
+}
+
 // Manual-reset: set/reset cycles racing waiters; every waiter of a round must pass.
 task<long> round_waiter(int, event *go, std::atomic<int> *arrived) {
   co_await go->wait();
@@ -225,17 +271,21 @@ task<long> expect_abandoned_child(int, event *ev) {
   co_return r;
 }
 
+/// A plain thread's wait on an event that is destroyed under it: sets *abandoned if it threw
+/// magpie::abandoned_wait.
+void wait_expecting_abandon(event *ev, std::atomic<int> *abandoned) {
+  try {
+    ev->wait_blocking();
+  } catch (magpie::abandoned_wait const &) {
+    *abandoned = 1;
+  }
+}
+
 TEST_P(event_test, destroyed_while_tasks_and_threads_wait) {
   auto ev = std::make_unique<event>();
   int const n = 8;
   std::atomic<int> thread_abandoned{0};
-  std::thread waiter([&] {
-    try {
-      ev->wait_blocking();
-    } catch (magpie::abandoned_wait const &) {
-      thread_abandoned = 1;
-    }
-  });
+  std::thread waiter(wait_expecting_abandon, ev.get(), &thread_abandoned);
   side_thread destroyer([&] {
     ASSERT_TRUE(wait_until([&] { return ev->waiting() == static_cast<std::size_t>(n + 1); }));
     ev.reset();
@@ -245,6 +295,72 @@ TEST_P(event_test, destroyed_while_tasks_and_threads_wait) {
             n);
   waiter.join();
   EXPECT_EQ(thread_abandoned.load(), 1);
+}
+
+// A lone waiter sits in the event's word (one CAS), not in its queue: destroying the event then
+// must still find it (a task, then a plain thread), and waiting() counts it.
+TEST_P(event_test, destroyed_with_one_lone_waiter) {
+  {
+    auto ev = std::make_unique<event>(event::reset::automatic);
+    side_thread destroyer([&] {
+      ASSERT_TRUE(wait_until([&] { return ev->waiting() == 1; }));
+      EXPECT_FALSE(ev->is_set());
+      ev.reset();
+    });
+    EXPECT_EQ(m_sched.run(expect_abandoned, ev.get()), 1);
+  }
+  {
+    auto ev = std::make_unique<event>();
+    std::atomic<int> thread_abandoned{0};
+    std::thread waiter(wait_expecting_abandon, ev.get(), &thread_abandoned);
+    ASSERT_TRUE(wait_until([&] { return ev->waiting() == 1; }));
+    ev.reset();
+    waiter.join();
+    EXPECT_EQ(thread_abandoned.load(), 1);
+  }
+}
+
+// The word's states in turn, on an auto-reset event: nobody (a set publishes the flag, the next
+// wait consumes it); one waiter in the word (a set takes it, the flag stays clear); a second
+// waiter moves the first into the queue (FIFO kept); a set pops one and leaves one queued; a
+// third waiter joins the queue, not the word; and so on. Plain threads wait here so that the
+// test controls the order; every wait must end with the right thread, and no set is lost.
+TEST(event_plain, lone_waiter_and_queue_take_turns_in_fifo_order) {
+  int const rounds = scaled(300, 60);
+  event ev(event::reset::automatic);
+  for (int r = 0; r < rounds; ++r) {
+    ev.set(); // nobody waits: the flag
+    EXPECT_TRUE(ev.is_set());
+    EXPECT_TRUE(ev.try_wait());
+    EXPECT_FALSE(ev.is_set());
+    std::vector<int> order;
+    std::mutex order_mutex;
+    std::vector<std::thread> ts;
+    int const k = 1 + r % 4; // 1: the word only; 2..4: the queue
+    for (int i = 0; i < k; ++i) {
+      ts.emplace_back([&, i] {
+        ev.wait_blocking();
+        std::lock_guard lock(order_mutex);
+        order.push_back(i);
+      });
+      ASSERT_TRUE(wait_until([&] { return ev.waiting() == static_cast<std::size_t>(i + 1); }));
+    }
+    for (int i = 0; i < k; ++i) {
+      ev.set();
+      ASSERT_TRUE(wait_until([&] {
+        std::lock_guard lock(order_mutex);
+        return order.size() == static_cast<std::size_t>(i + 1);
+      }));
+      EXPECT_FALSE(ev.is_set()) << "a set that released a waiter also left the flag";
+      EXPECT_EQ(ev.waiting(), static_cast<std::size_t>(k - i - 1));
+    }
+    for (auto &t : ts) {
+      t.join();
+    }
+    for (int i = 0; i < k; ++i) {
+      EXPECT_EQ(order[static_cast<std::size_t>(i)], i);
+    }
+  }
 }
 
 task<int> wait_inside_scope(event *ev) {

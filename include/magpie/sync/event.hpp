@@ -35,8 +35,10 @@ namespace magpie::sync {
 /// Every member may be called concurrently from any thread or task. A waiting task is suspended
 /// (its worker runs other work). Destroying an event while tasks or threads wait on it releases
 /// them with magpie::abandoned_wait thrown from their wait; any other use after destruction is
-/// undefined. Cost: wait() on a set event and set() with no waiter are one atomic operation each;
-/// otherwise a short lock, and a suspension (one park and one resubmission) per waiting task.
+/// undefined. Cost: wait() on a set event and set() with no waiter are one atomic operation each,
+/// and so are a wait that finds the event clear with nobody waiting (the waiter goes into the
+/// event's word) and the set() that releases such a lone waiter; with more waiters, a short lock.
+/// Each waiting task costs one suspension (one park and one resubmission).
 class event {
 public:
   /// How the flag is cleared: by reset() only, or by the wait that it releases.
@@ -52,7 +54,14 @@ public:
   event &operator=(event const &) = delete;
 
   /// Releases every task and thread still waiting with magpie::abandoned_wait.
-  ~event() { detail::abandon_all(m_word, m_waiters); }
+  ~event() {
+    value_type const v = m_word.lock();
+    detail::waiter *w = taken_all(v);
+    m_word.unlock_with([](value_type now) { return now & set_bit; });
+    if (w != nullptr) {
+      detail::release_all(w, std::make_exception_ptr(abandoned_wait()));
+    }
+  }
 
   /// Sets the event: manual-reset, releases every waiter; auto-reset, releases the oldest waiter
   /// or, if none, sets the flag. Any thread or task; never blocks (beyond the short lock).
@@ -60,25 +69,48 @@ public:
   /// touch the event after the step that lets a waiter pass, so a waiter may destroy the event as
   /// soon as its wait returns, even while set() is still running.
   void set() noexcept {
+    bool const automatic = m_auto; // read now: after the publishing step the event may be gone
     // acquire: a set flag means no waiter is queued (invariant below): nothing to do.
-    if ((m_word.load(std::memory_order_acquire) & set_bit) != 0) {
+    value_type s = m_word.load(std::memory_order_acquire);
+    // Unlocked, nobody queued: nobody waits, or one waiter in the word. One CAS publishes the
+    // flag or takes that waiter (automatic: the hand-off consumes the set, the flag stays clear).
+    while ((s & set_bit) == 0 && (s & ~solo_mask) == 0) {
+      detail::waiter *const solo = solo_of(s);
+      value_type const next = (solo == nullptr || !automatic) ? set_bit : 0;
+      // acq_rel: acquire the lone waiter's fields (its enqueuing CAS released them); release
+      // our writes to it and to the fast-path passers. The last touch of the event. On failure
+      // acquire: a flag found set was published by a release.
+      if (m_word.word().compare_exchange_weak(s, next, std::memory_order_acq_rel,
+                                              std::memory_order_acquire)) {
+        if (solo != nullptr) {
+          solo->m_next_waiter = nullptr;
+          detail::release(solo);
+        }
+        return;
+      }
+    }
+    if ((s & set_bit) != 0) {
       return;
     }
-    bool const automatic = m_auto; // read now: after unlock_with the event may be gone
-    m_word.lock();
-    detail::waiter *wake = automatic ? m_waiters.pop() : m_waiters.take_all();
+    value_type const v = m_word.lock();
+    detail::waiter *wake = nullptr;
+    if (automatic) {
+      wake = solo_of(v) != nullptr ? solo_of(v) : m_waiters.pop();
+      if (wake != nullptr) {
+        wake->m_next_waiter = nullptr; // pop does not clear it
+      }
+    } else {
+      wake = taken_all(v);
+    }
     bool const publish = !automatic || wake == nullptr;
+    bool const queued = !m_waiters.empty();
     // release (inside unlock_with): our writes → the waiters' fast-path acquire, and → the
     // released waiters (the lock's next holder, or their resumption through the executor).
     // The last touch of the event: from here on only locals and the taken waiters.
-    m_word.unlock_with([publish](auto v) { return publish ? (v | set_bit) : v; });
-    if (automatic) {
-      if (wake != nullptr) {
-        detail::release(wake); // one waiter: its m_next_waiter is stale (pop does not clear it)
-      }
-    } else {
-      detail::release_all(wake);
-    }
+    m_word.unlock_with([publish, queued](value_type now) {
+      return (now & set_bit) | (publish ? set_bit : 0) | (queued ? queued_bit : 0);
+    });
+    detail::release_all(wake);
   }
 
   /// Clears the flag. Waiters already released are not affected. Any thread or task.
@@ -97,7 +129,12 @@ public:
   bool try_wait() noexcept { return try_pass(); }
 
   /// How many tasks and threads wait now (a snapshot, for diagnostics and tests).
-  std::size_t waiting() noexcept { return detail::locked_size(m_word, m_waiters); }
+  std::size_t waiting() noexcept {
+    value_type const v = m_word.lock();
+    std::size_t const n = m_waiters.size() + (solo_of(v) != nullptr ? 1 : 0);
+    m_word.unlock();
+    return n;
+  }
 
   /// The awaitable of wait(): suspends the task unless the event lets it pass. Internal.
   struct wait_awaitable : detail::wait_awaitable<wait_awaitable> {
@@ -144,10 +181,31 @@ public:
   }
 
 private:
-  static constexpr detail::lock_word::value_type set_bit = 2;
+  using value_type = detail::lock_word::value_type;
+  // The word: bit 0 the lock, bit 1 the flag, bit 2 "the queue is not empty", and the bits above
+  // a lone waiter's address (waiters are 8-aligned) — the one waiter, when nobody else waits.
+  static constexpr value_type set_bit = 2;
+  static constexpr value_type queued_bit = 4;
+  static constexpr value_type solo_mask = ~value_type{7};
+  static_assert(alignof(detail::waiter) >= 8, "a waiter's address must leave the low 3 bits free");
+
+  static detail::waiter *solo_of(value_type v) noexcept {
+    return reinterpret_cast<detail::waiter *>(v & solo_mask);
+  }
+
+  /// Under the lock (`v`: the value bits it returned): every waiter, the oldest first, as a list
+  /// linked by m_next_waiter; the queue is left empty. The lone waiter and the queue are never
+  /// both non-empty (the second waiter moves the first into the queue).
+  detail::waiter *taken_all(value_type v) noexcept {
+    if (detail::waiter *const solo = solo_of(v)) {
+      solo->m_next_waiter = nullptr;
+      return solo;
+    }
+    return m_waiters.take_all();
+  }
 
   bool try_pass() noexcept {
-    // acquire: pairs with set()'s releasing unlock_with (its writes become ours).
+    // acquire: pairs with set()'s publishing CAS or unlock_with (its writes become ours).
     detail::lock_word::value_type s = m_word.load(std::memory_order_acquire);
     if (!m_auto) {
       return (s & set_bit) != 0;
@@ -161,21 +219,37 @@ private:
     return false;
   }
 
-  // Invariant, under the lock: if the flag is set, no waiter is queued. A waiter is queued only
-  // after seeing the flag clear under the lock, and only set() sets it: under the same lock,
-  // emptying the queue as it does (manual) or only when the queue is empty (automatic).
-  // try_pass and reset only clear it.
+  // Invariant: if the flag is set, no waiter waits (none in the word, the queue empty); a lone
+  // waiter in the word means the queue is empty, and the queued bit says whether it is. A waiter
+  // waits only after seeing the flag clear in the same atomic step that put it in the word, or
+  // under the lock; only set() sets the flag: by a CAS from "nobody waits" (or, manual, from
+  // "one waiter in the word", which it takes), or under the lock after emptying the queue
+  // (manual) or only when nobody waits (automatic). try_pass and reset only clear it.
   bool pass_or_enqueue(detail::waiter &w) noexcept {
-    m_word.lock();
-    bool const passed = try_pass();
-    if (!passed) {
-      m_waiters.push(&w);
+    // Nobody waits, no flag, no lock: into the word, one CAS. release: the waiter's fields →
+    // the set() that takes it (acquire). Success is the point of no return.
+    value_type expected = 0;
+    if (m_word.word().compare_exchange_strong(expected, reinterpret_cast<value_type>(&w),
+                                              std::memory_order_release,
+                                              std::memory_order_relaxed)) {
+      return false;
     }
-    m_word.unlock();
-    return passed;
+    value_type const v = m_word.lock();
+    if (try_pass()) {
+      m_word.unlock(); // the flag was set: nobody waits, nothing else to keep
+      return true;
+    }
+    if (detail::waiter *const solo = solo_of(v)) {
+      m_waiters.push(solo); // the older one, first
+    }
+    m_waiters.push(&w);
+    // The lone waiter's bits cleared, the queued bit set, the flag as it is (clear: only set()
+    // sets it, and it needs the lock or an unlocked word). Point of no return.
+    m_word.unlock_with([](value_type now) { return (now & set_bit) | queued_bit; });
+    return false;
   }
 
-  detail::lock_word m_word; // bit 0: the lock; bit 1: the flag
+  detail::lock_word m_word; // the lock, the flag, the queued bit, a lone waiter (see above)
   bool const m_auto;
   detail::waiter_queue m_waiters; // guarded by the lock
 };
