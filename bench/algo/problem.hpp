@@ -16,7 +16,11 @@
 // the answer. A runtime whose caller sleeps while the search runs (magpie's sync_wait on a pool)
 // also stamps `quiesced_ns` where the search has stopped — every iteration finished or skipped —
 // on the worker that ends it; `quiesce_us` (seen → stopped) then separates the algorithm's stop
-// from the operating system's wake-up of the caller (stopped → answer held).
+// from the operating system's wake-up of the caller (stopped → answer held). Quiescence also
+// waits for the iterations *below* the match, which find_if's contract (the first match) obliges
+// it to run, so it is not the stop alone: `overrun_us`, reported by every runtime, is from the
+// match being seen to the last predicate call *above* the match that began after it (0 when none
+// did) — how long the search went on with iterations it was allowed to skip.
 
 #include <algorithm>
 #include <atomic>
@@ -60,17 +64,34 @@ using clock_type = std::chrono::steady_clock;
 inline std::atomic<std::int64_t> quiesced_ns{0};
 /// When the find predicate saw its match (the runtime's predicate stores it; 0 = not recorded).
 inline std::atomic<std::int64_t> match_seen_ns{0};
+/// Where the match is planted this rep (written between reps; every other key equals its index).
+inline std::atomic<std::int64_t> planted_at{-1};
+/// The latest start of a predicate call above the match after the match was seen (0 = none).
+inline std::atomic<std::int64_t> overrun_ns{0};
 inline std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch())
       .count();
 }
 
-/// The predicate every find runtime uses: the only negative key is the planted match.
+/// Records a predicate call above the match that began after the match was seen (a maximum).
+[[gnu::noinline]] inline void note_overrun() noexcept {
+  std::int64_t const t = now_ns();
+  std::int64_t seen = overrun_ns.load(std::memory_order_relaxed);
+  while (t > seen && !overrun_ns.compare_exchange_weak(seen, t, std::memory_order_relaxed)) {
+  }
+}
+
+/// The predicate every find runtime uses: the only negative key is the planted match. Costs every
+/// runtime the same two relaxed loads per call to notice iterations that run after the match.
 struct is_match {
   bool operator()(std::int64_t x) const noexcept {
     if (x < 0) {
       match_seen_ns.store(now_ns(), std::memory_order_relaxed);
       return true;
+    }
+    if (x > planted_at.load(std::memory_order_relaxed) &&
+        match_seen_ns.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+      note_overrun();
     }
     return false;
   }
@@ -168,13 +189,15 @@ int main_for(char const *runtime, bench::options const &o, Ops &&rt) {
     }
     std::uint64_t pos_state = 1234;
     std::size_t planted = 0;
-    std::vector<double> latency_us, quiesce_us;
+    std::vector<double> latency_us, quiesce_us, overrun_us;
     auto plant = [&] {
       v[planted] = static_cast<std::int64_t>(planted);
       planted = splitmix64(pos_state) % z.n;
       v[planted] = -1;
+      planted_at.store(static_cast<std::int64_t>(planted), std::memory_order_relaxed);
       match_seen_ns.store(0, std::memory_order_relaxed);
       quiesced_ns.store(0, std::memory_order_relaxed);
+      overrun_ns.store(0, std::memory_order_relaxed);
     };
     plant();
     int rep = 0;
@@ -185,8 +208,11 @@ int main_for(char const *runtime, bench::options const &o, Ops &&rt) {
           std::int64_t const answered = now_ns();
           std::int64_t const seen = match_seen_ns.load(std::memory_order_relaxed);
           std::int64_t const quiesced = quiesced_ns.load(std::memory_order_relaxed);
+          std::int64_t const overrun = overrun_ns.load(std::memory_order_relaxed);
           if (seen != 0 && rep++ >= o.warmup) {
             latency_us.push_back(static_cast<double>(answered - seen) / 1000.0);
+            overrun_us.push_back(static_cast<double>(std::max<std::int64_t>(overrun - seen, 0)) /
+                                 1000.0);
             if (quiesced != 0) {
               quiesce_us.push_back(static_cast<double>(quiesced - seen) / 1000.0);
             }
@@ -202,8 +228,13 @@ int main_for(char const *runtime, bench::options const &o, Ops &&rt) {
         {});
     if (!latency_us.empty()) {
       std::sort(latency_us.begin(), latency_us.end());
+      std::sort(overrun_us.begin(), overrun_us.end());
       std::fprintf(stderr, "find: match seen → answer held: median %.1f µs, max %.1f µs\n",
                    latency_us[latency_us.size() / 2], latency_us.back());
+      std::fprintf(stderr,
+                   "find: match seen → last skippable iteration started: median %.2f µs, max "
+                   "%.2f µs\n",
+                   overrun_us[overrun_us.size() / 2], overrun_us.back());
       std::string quiesce;
       if (quiesce_us.size() == latency_us.size()) {
         std::sort(quiesce_us.begin(), quiesce_us.end());
@@ -215,8 +246,10 @@ int main_for(char const *runtime, bench::options const &o, Ops &&rt) {
         quiesce = buf;
       }
       std::printf("@@LATENCY {\"runtime\": \"%s\", \"stop_latency_us_median\": %.2f, "
-                  "\"stop_latency_us_max\": %.2f%s}\n",
-                  runtime, latency_us[latency_us.size() / 2], latency_us.back(), quiesce.c_str());
+                  "\"stop_latency_us_max\": %.2f, \"overrun_us_median\": %.2f, "
+                  "\"overrun_us_max\": %.2f%s}\n",
+                  runtime, latency_us[latency_us.size() / 2], latency_us.back(),
+                  overrun_us[overrun_us.size() / 2], overrun_us.back(), quiesce.c_str());
     }
     return result;
   }
