@@ -709,7 +709,8 @@ bool pool::withdraw_root(job *j, std::size_t worker, priority p) noexcept {
   return m_workers[worker]->queued.withdraw(j, p);
 }
 
-void pool::run_stale_local(job const *newest, bool (*stale)(job const *j) noexcept) noexcept {
+void pool::run_stale_local(job const *newest, bool (*stale)(job const *j) noexcept,
+                           void (*drop)(job *j) noexcept) noexcept {
   detail::worker *const own = calling_worker();
   if (own == nullptr) {
     return; // the reader moved to another pool meanwhile (resume_on): its old worker drops them
@@ -731,7 +732,7 @@ void pool::run_stale_local(job const *newest, bool (*stale)(job const *j) noexce
       local.push_reserved(popped.value);
       return;
     }
-    popped.value->m_run(popped.value, own->ctx); // a stale job only drops what it holds
+    drop(popped.value); // what running a stale job would do
     // Then up to `batch` more at once, under one store–load barrier, if no thief can reach them
     // (the oldest item is left to the pops above: thieves race for it).
     std::int64_t const k = std::min<std::int64_t>(batch, local.size() - 1);
@@ -741,7 +742,7 @@ void pool::run_stale_local(job const *newest, bool (*stale)(job const *j) noexce
     }
     std::int64_t i = 0;
     for (; i < k && stale(taken[i]); ++i) {
-      taken[i]->m_run(taken[i], own->ctx);
+      drop(taken[i]);
     }
     if (i < k) {
       for (std::int64_t m = k - 1; m >= i; --m) { // oldest first: the order they had

@@ -31,6 +31,29 @@ TEST(deque, empty_deque_pops_and_steals_nothing) {
   EXPECT_TRUE(t.empty());
 }
 
+TEST(deque, owner_sees_empty_only_when_nothing_is_left) {
+  deque<item> d(2);
+  deque<item>::thief t(d);
+  EXPECT_TRUE(d.owner_sees_empty());
+  d.push(1);
+  EXPECT_FALSE(d.owner_sees_empty());
+  d.push(2);
+  d.push(3); // grows the ring
+  EXPECT_FALSE(d.owner_sees_empty());
+  EXPECT_EQ(t.steal().value, 1u);
+  EXPECT_FALSE(d.owner_sees_empty());
+  EXPECT_EQ(d.pop().value, 3u);
+  EXPECT_FALSE(d.owner_sees_empty()); // 2 is left
+  EXPECT_EQ(t.steal().value, 2u);     // a thief takes the last item
+  EXPECT_TRUE(d.owner_sees_empty());
+  EXPECT_FALSE(d.pop());
+  EXPECT_TRUE(d.owner_sees_empty()); // a failed pop leaves it empty
+  d.push(4);
+  EXPECT_FALSE(d.owner_sees_empty());
+  EXPECT_EQ(d.pop().value, 4u); // the owner takes the last item (the CAS path)
+  EXPECT_TRUE(d.owner_sees_empty());
+}
+
 TEST(deque, owner_pops_lifo_thief_steals_fifo) {
   deque<item> d(4);
   for (item i = 1; i <= 6; ++i) {
@@ -164,6 +187,8 @@ void stress(int thieves, item total, std::int64_t initial_capacity, bool batched
   item next = 0;
   std::uint64_t rng = 12345;
   long owner_pops = 0;
+  long false_empties = 0; // owner_sees_empty() said empty, and a pop then took an item
+  long empties_seen = 0;
   while (next < total) {
     rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
     item const burst = std::min<item>(1 + (rng >> 33) % 64, total - next);
@@ -188,10 +213,18 @@ void stress(int thieves, item total, std::int64_t initial_capacity, bool batched
       }
     }
     for (item i = 0; i < pops; ++i) {
+      // "Empty for certain" must be true: a pop right after it (thieves still running) must
+      // find nothing. (A thief can only make the deque emptier.)
+      bool const sure_empty = d.owner_sees_empty();
       if (auto p = d.pop()) {
         ASSERT_LT(p.value, total);
         taken[p.value].fetch_add(1, std::memory_order_relaxed);
         ++owner_pops;
+        if (sure_empty) {
+          ++false_empties;
+        }
+      } else if (sure_empty) {
+        ++empties_seen;
       }
     }
   }
@@ -214,12 +247,15 @@ void stress(int thieves, item total, std::int64_t initial_capacity, bool batched
   EXPECT_EQ(missing, 0);
   EXPECT_EQ(duplicated, 0);
   EXPECT_EQ(order_violations.load(), 0);
+  EXPECT_EQ(false_empties, 0);
   EXPECT_EQ(owner_pops + successes.load(), static_cast<long>(total));
   EXPECT_GT(d.capacity(), initial_capacity) << "the stress should have grown the ring";
   EXPECT_TRUE(d.empty());
   std::printf(
-      "[ info     ] %d thieves: owner took %ld, thieves %ld, lost races %ld, capacity %lld\n",
-      thieves, owner_pops, successes.load(), lost.load(), static_cast<long long>(d.capacity()));
+      "[ info     ] %d thieves: owner took %ld, thieves %ld, lost races %ld, capacity %lld, "
+      "certain empties %ld\n",
+      thieves, owner_pops, successes.load(), lost.load(), static_cast<long long>(d.capacity()),
+      empties_seen);
 }
 
 TEST(deque, stress_one_thief) { stress(1, magpie::test::scaled(300000, 100000), 4); }

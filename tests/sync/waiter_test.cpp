@@ -57,7 +57,8 @@ public:
     awaitable magpie_bind(magpie::core::frame_base &self) {
       awaitable a;
       a.m_gate = m_gate;
-      return sd::bind_waiter(std::move(a), self);
+      sd::bind_waiter(a, self);
+      return a;
     }
   };
   request wait() noexcept { return {this}; }

@@ -160,6 +160,14 @@ public:
     return out;
   }
 
+  /// Owner only. True if the deque is empty for certain: only the owner moves bottom and top only
+  /// grows, so a top seen at or past bottom (however stale) stays there until the owner pushes.
+  /// A pop() would find nothing; checking first skips its store–load barrier. False may be stale.
+  bool owner_sees_empty() const noexcept {
+    return m_top.load(std::memory_order_relaxed) >= // a stale top is smaller: never a false "empty"
+           m_bottom.load(std::memory_order_relaxed); // only the owner writes it
+  }
+
   /// Owner only. The newest item as last seen, or T{} if the deque looks empty. A thief may take
   /// it at any moment: compare it, never dereference it (pop it first).
   T newest() const noexcept {

@@ -192,7 +192,13 @@ struct root_block : frame_base {
         reinterpret_cast<std::byte const *>(&probe.m_caller) -
         reinterpret_cast<std::byte const *>(static_cast<frame_base const *>(&probe)));
   }
-  ~root_block() { (void)take_exception(); } // an exception nobody collected dies here
+  ~root_block() { // an exception nobody collected dies here
+    // Its last owner destroys it, after every writer (a relaxed look suffices; a spawned task's
+    // state dies once per spawn, and an unconditional exchange was a locked instruction).
+    if (has_exception()) [[unlikely]] {
+      (void)take_exception();
+    }
+  }
 };
 
 } // namespace magpie::core

@@ -127,12 +127,13 @@ public:
   /// (finish_root still must be called). Any thread.
   bool withdraw_root(job *j, std::size_t worker, priority p) noexcept;
   /// On a worker of this pool (elsewhere it does nothing): if `newest` is the newest job on the
-  /// calling worker's local deque,
-  /// runs at once, newest first, the jobs at its bottom for which `stale(j)` holds, stopping at
-  /// the first for which it does not (which stays where it was). For jobs that will only drop
-  /// what they hold (a spawned task its reader ran itself): the deque cannot give up an item in
-  /// the middle, so the reader trims them from the bottom.
-  void run_stale_local(job const *newest, bool (*stale)(job const *j) noexcept) noexcept;
+  /// calling worker's local deque, takes at once, newest first, the jobs at its bottom for which
+  /// `stale(j)` holds and calls `drop(j)` for each (what running it would do: drop what it
+  /// holds), stopping at the first for which it does not (which stays where it was). For a
+  /// spawned task its reader ran itself: the deque cannot give up an item in the middle, so the
+  /// reader trims such jobs from the bottom.
+  void run_stale_local(job const *newest, bool (*stale)(job const *j) noexcept,
+                       void (*drop)(job *j) noexcept) noexcept;
   /// Called once per submit_root, after the root has completed: by the worker that completed it
   /// (lock-free: a store to that worker's own count), or by any other thread (under the
   /// in-flight mutex, e.g. sync_wait's waiting thread). The destructor may proceed once it returns.

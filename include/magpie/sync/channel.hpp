@@ -245,7 +245,8 @@ public:
       send_awaitable a;
       a.m_channel = m_channel;
       a.m_value = &m_value; // the request lives until the end of the co_await's full expression
-      return detail::bind_waiter(std::move(a), self);
+      detail::bind_waiter(a, self);
+      return a;
     }
   };
 
@@ -298,7 +299,8 @@ public:
     receive_awaitable magpie_bind(core::frame_base &self) && {
       receive_awaitable a;
       a.m_channel = m_channel;
-      return detail::bind_waiter(std::move(a), self);
+      detail::bind_waiter(a, self);
+      return a;
     }
   };
 

@@ -99,7 +99,8 @@ public:
       wait_awaitable a;
       a.m_cv = m_cv;
       a.m_mutex = m_mutex;
-      return detail::bind_waiter(std::move(a), self);
+      detail::bind_waiter(a, self);
+      return a;
     }
   };
 

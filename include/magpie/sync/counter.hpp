@@ -68,7 +68,8 @@ public:
   zero_awaitable<Owner> magpie_bind(core::frame_base &self) && {
     zero_awaitable<Owner> a;
     a.m_owner = std::exchange(m_owner, nullptr);
-    return bind_waiter(std::move(a), self);
+    bind_waiter(a, self);
+    return a;
   }
 
 private:

@@ -157,7 +157,8 @@ public:
     wait_awaitable magpie_bind(core::frame_base &self) && {
       wait_awaitable a;
       a.m_event = m_event;
-      return detail::bind_waiter(std::move(a), self);
+      detail::bind_waiter(a, self);
+      return a;
     }
   };
 

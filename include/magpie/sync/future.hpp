@@ -232,7 +232,8 @@ public:
     require();
     detail::future_awaitable<T> a;
     a.m_state = std::move(m_state);
-    return detail::bind_waiter(std::move(a), self);
+    detail::bind_waiter(a, self);
+    return a;
   }
 
   /// Outside a magpie task, a future cannot be co_awaited.

@@ -117,9 +117,9 @@ public:
     wait_awaitable magpie_bind(core::frame_base &self) && {
       wait_awaitable a;
       a.m_latch = m_latch;
-      wait_awaitable bound = detail::bind_waiter(std::move(a), self); // may throw: no arrival
+      detail::bind_waiter(a, self); // may throw: no arrival
       m_latch->count_down(m_arrive);
-      return bound;
+      return a;
     }
   };
 

@@ -60,7 +60,8 @@ public:
     detail::take_awaitable magpie_bind(core::frame_base &self) && {
       detail::take_awaitable a;
       a.m_permits = &m_mutex->m_permits;
-      return detail::bind_waiter(std::move(a), self);
+      detail::bind_waiter(a, self);
+      return a;
     }
   };
 
@@ -89,7 +90,8 @@ public:
     guard_awaitable magpie_bind(core::frame_base &self) && {
       guard_awaitable a;
       a.m_mutex = m_mutex;
-      return detail::bind_waiter(std::move(a), self);
+      detail::bind_waiter(a, self);
+      return a;
     }
   };
 

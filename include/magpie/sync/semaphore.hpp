@@ -53,7 +53,8 @@ public:
     detail::take_awaitable magpie_bind(core::frame_base &self) && {
       detail::take_awaitable a;
       a.m_permits = &m_sem->m_permits;
-      return detail::bind_waiter(std::move(a), self);
+      detail::bind_waiter(a, self);
+      return a;
     }
   };
 

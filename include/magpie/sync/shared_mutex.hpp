@@ -78,7 +78,8 @@ public:
     lock_awaitable<Exclusive, Guard> magpie_bind(core::frame_base &self) && {
       lock_awaitable<Exclusive, Guard> a;
       a.m_mutex = m_mutex;
-      return detail::bind_waiter(std::move(a), self);
+      detail::bind_waiter(a, self);
+      return a;
     }
   };
 

@@ -27,6 +27,9 @@ MAGPIE_FINAL_INLINE std::coroutine_handle<> final_transfer(frame_base *f) noexce
 /// docs/protocols.md): it takes the bottom one, the suspended task's parent or an ancestor, as
 /// if it had stolen it, so that the task's eventual completion arrives at that parent's join.
 inline std::coroutine_handle<> continue_after_handoff(context *ctx) noexcept {
+  if (ctx->tasks().owner_sees_empty()) { // usual after a hand-off: skip pop's barrier
+    return std::noop_coroutine();
+  }
   if (auto popped = ctx->tasks().pop()) {
     ++popped.value->m_steals; // we are its runner now, exactly as a thief would be
     ctx->observe(event::resume);

@@ -264,9 +264,13 @@ struct spawned : core::job, core::root_block {
 
   /// Drops one reference; the last one reports an unread exception and frees the state.
   void release() noexcept {
+    // References are never added, only dropped: a count of 1 seen here is ours alone, and no
+    // other owner is left to race us, so the last owner frees without a read-modify-write.
+    // acquire (the load): pairs with the other owners' releases (their fetch_sub), as below.
     // acq_rel: release publishes this owner's writes (the result, the reader's take) to the last
     // owner; acquire, if we are last, makes every other owner's writes visible before the free.
-    if (m_refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (m_refs.load(std::memory_order_acquire) == 1 ||
+        m_refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       if (has_exception()) [[unlikely]] {
         report_unobserved(take_exception());
       }
@@ -318,7 +322,7 @@ struct spawned : core::job, core::root_block {
   /// worker's local deque, runs it and the jobs of other helped tasks below it (each only drops
   /// its reference), so that a tree of spawn-then-await tasks keeps O(depth · fan-out) states
   /// alive, not one per task.
-  void drop_stale_jobs() noexcept { m_pool->run_stale_local(this, &stale_job); }
+  void drop_stale_jobs() noexcept { m_pool->run_stale_local(this, &stale_job, &drop_stale_job); }
 
   sched::pool *m_pool;
   std::size_t m_queue_worker = 0; ///< where submit_root queued the job (futures only)
@@ -339,6 +343,10 @@ private:
            // relaxed: a hint; run_job's CAS decides (a claimed state never becomes unclaimed)
            static_cast<spawned const *>(j)->m_claim.load(std::memory_order_relaxed) != unclaimed;
   }
+
+  /// What run_job does for a job stale_job() found claimed (claims are never undone, so its
+  /// compare-and-swap would fail): drop the job's reference.
+  static void drop_stale_job(core::job *j) noexcept { static_cast<spawned *>(j)->release(); }
 
   static void run_job(core::job *j, core::context &worker) noexcept {
     auto *self = static_cast<spawned *>(j);

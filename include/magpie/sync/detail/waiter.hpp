@@ -174,15 +174,16 @@ private:
 };
 
 /// Checks the task may wait here (outside a fork–join scope) and binds the awaitable to it; for
-/// the magpie_bind of a primitive's request.
+/// the magpie_bind of a primitive's request, which returns `a` by name: the awaitable is then
+/// built in the coroutine frame itself (a copy made on the way through the stack cost the wait a
+/// store-forwarding stall per field pair).
 template <typename Awaitable>
-Awaitable bind_waiter(Awaitable a, core::frame_base &self) {
+void bind_waiter(Awaitable &a, core::frame_base &self) {
   if (core::ext::in_fork_join_scope(self)) {
     throw std::logic_error("magpie: a task waited (mutex, event, future, channel ...) inside a "
                            "fork-join scope: co_await magpie::join() first");
   }
   a.m_frame = &self;
-  return a;
 }
 
 } // namespace magpie::sync::detail
