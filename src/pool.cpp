@@ -348,6 +348,13 @@ core::executor::operations const pool::executor_operations = {
     [](core::executor const &self) noexcept { return static_cast<pool const &>(self).size(); },
 };
 
+// Inlined into its callers (all in this file): hold, resubmit, unhold, submit_root, finish_root
+// and run_stale_local each ask it once per spawn or suspension.
+MAGPIE_FORCEINLINE detail::worker *pool::calling_worker() const noexcept {
+  core::context *const c = core::this_context();
+  return c != nullptr && c->owner() == this ? m_workers[c->index()].get() : nullptr;
+}
+
 pool::pool(std::size_t workers, idle_policy policy) : pool(pool_options_for(workers), policy) {}
 
 pool::pool(pool_options const &options, idle_policy policy)
@@ -775,11 +782,6 @@ void pool::finish_root() noexcept {
 }
 
 bool pool::roots_done() const noexcept { return roots_pending() == 0; }
-
-detail::worker *pool::calling_worker() const noexcept {
-  core::context *const c = core::this_context();
-  return c != nullptr && c->owner() == this ? m_workers[c->index()].get() : nullptr;
-}
 
 std::size_t pool::roots_pending() const noexcept {
   // Roots from outside are counted by their submitters (under the mutex), the others by the
