@@ -171,11 +171,11 @@ public:
   /// Owner only. The newest item as last seen, or T{} if the deque looks empty. A thief may take
   /// it at any moment: compare it, never dereference it (pop it first).
   T newest() const noexcept {
-    std::int64_t const b = m_bottom.load(std::memory_order_relaxed); // only the owner writes it
-    if (m_top.load(std::memory_order_relaxed) >= b) {                // a hint
+    if (owner_sees_empty()) {
       return T{};
     }
-    return m_ring.load(std::memory_order_relaxed)->get(b - 1); // only the owner writes slots
+    std::int64_t const b = m_bottom.load(std::memory_order_relaxed); // only the owner writes it
+    return m_ring.load(std::memory_order_relaxed)->get(b - 1);       // only the owner writes slots
   }
 
   /// Owner only. Pops the `n` newest items at once into out[0..n), newest first, if no thief can
