@@ -265,10 +265,11 @@ private:
   std::atomic<std::size_t> m_size{0};
 };
 
-struct worker {
-  worker(pool *owner, std::size_t index) : ctx(owner, index, owner), random(index + 1) {}
+// A worker is its context: pool::calling_worker() turns this_context() into its worker with a
+// static_cast, no lookup (it runs several times per spawn and per suspension).
+struct worker : core::context {
+  worker(pool *owner, std::size_t index) : core::context(owner, index, owner), random(index + 1) {}
 
-  core::context ctx;
   job_queue pinned; // jobs for this worker only (resume_on, resumes aimed at this worker)
   run_queue queued; // resumed tasks, then roots by priority: this worker and idle thieves
   // Normal-priority roots spawned by this worker's own tasks: the owner pops the newest (depth
@@ -352,7 +353,8 @@ core::executor::operations const pool::executor_operations = {
 // and run_stale_local each ask it once per spawn or suspension.
 MAGPIE_FORCEINLINE detail::worker *pool::calling_worker() const noexcept {
   core::context *const c = core::this_context();
-  return c != nullptr && c->owner() == this ? m_workers[c->index()].get() : nullptr;
+  // Every context whose owner is this pool is one of its workers.
+  return c != nullptr && c->owner() == this ? static_cast<detail::worker *>(c) : nullptr;
 }
 
 pool::pool(std::size_t workers, idle_policy policy) : pool(pool_options_for(workers), policy) {}
@@ -460,7 +462,7 @@ std::size_t pool::size() const noexcept { return m_workers.size(); }
 
 core::context const &pool::worker_context(std::size_t i) const noexcept {
   MAGPIE_CHECK(i < m_workers.size(), "pool::worker_context: no such worker");
-  return m_workers[i]->ctx;
+  return *m_workers[i];
 }
 
 std::size_t pool::in_flight() const noexcept {
@@ -472,7 +474,7 @@ std::vector<core::worker_stats> pool::stats() const {
   std::vector<core::worker_stats> out;
   out.reserve(m_workers.size());
   for (auto const &w : m_workers) {
-    out.push_back(w->ctx.stats());
+    out.push_back(w->stats());
   }
   return out;
 }
@@ -481,7 +483,7 @@ core::observer *pool::exchange_observer_locked(core::observer *o) noexcept {
   MAGPIE_CHECK(!is_worker_thread(), "a pool's observer was changed from one of its own workers: "
                                     "it would wait for itself to leave the observer");
   for (auto &w : m_workers) {
-    (void)w->ctx.exchange_observer(o); // waits until the worker is out of the previous one
+    (void)w->exchange_observer(o); // waits until the worker is out of the previous one
   }
   return std::exchange(m_observer, o);
 }
@@ -561,6 +563,17 @@ void pool::close_submission() noexcept {
   }
 }
 
+MAGPIE_FORCEINLINE void pool::unhold_on(detail::worker &own) noexcept {
+  // On our worker the pool outlives this call (its destructor joins us): count without the
+  // mutex (one writer: a plain store), then notify under it if the destructor waits. A handshake
+  // as in hold() (the destructor's predicate sees the count, or we see closing).
+  bump_own_then_load(own.unholds);
+  if (m_closing.load(std::memory_order_seq_cst)) [[unlikely]] { // seq_cst: the handshake's load
+    std::lock_guard lock(m_inflight_mutex);
+    m_inflight_cv.notify_all();
+  }
+}
+
 void pool::hold() {
   detail::worker *const own = calling_worker();
   if (own == nullptr) {
@@ -608,7 +621,7 @@ void pool::resubmit(job *j, std::size_t worker) noexcept {
       }
       if (reserved) {
         own->resumed.push_reserved(j); // release: publishes the job to a thief (as a fork's push)
-        unhold();                      // on our worker: the pool outlives this call
+        unhold_on(*own);               // on our worker: the pool outlives this call
         return;
       }
     }
@@ -626,14 +639,7 @@ void pool::resubmit(job *j, std::size_t worker) noexcept {
 
 void pool::unhold() noexcept {
   if (detail::worker *const own = calling_worker()) {
-    // On our worker the pool outlives this call (its destructor joins us): count without the
-    // mutex (one writer: a plain store), then notify under it if the destructor waits. A
-    // handshake as in hold() (the destructor's predicate sees the count, or we see closing).
-    bump_own_then_load(own->unholds);
-    if (m_closing.load(std::memory_order_seq_cst)) { // seq_cst: the handshake's load
-      std::lock_guard lock(m_inflight_mutex);
-      m_inflight_cv.notify_all();
-    }
+    unhold_on(*own);
     return;
   }
   // Elsewhere (a plain thread resuming a task): under the mutex, because once the destructor
@@ -692,7 +698,7 @@ std::size_t pool::submit_root(job *j, priority p) {
   // while we run tasks at least one thief is awake (docs/protocols.md §6). At normal priority it
   // goes to the worker's local deque (lock-free; newest first for the owner, oldest first for
   // thieves), as a forked child's continuation would (§9.2).
-  std::size_t const index = own ? self->ctx.index() : choose_worker();
+  std::size_t const index = own ? self->index() : choose_worker();
   try {
     if (own && p == priority::normal) {
       m_workers[index]->local.push(j); // release: publishes the job to a thief (as a fork's push)
@@ -875,10 +881,10 @@ void pool::run_batch(detail::worker &w, job *j) {
   activate(w);
   while (j != nullptr) {
     job *next = j->m_next; // read first: running a job may end its storage's lifetime
-    w.ctx.bump(core::counter::jobs);
-    j->m_run(j, w.ctx);
-    w.ctx.observe(core::event::strand_end);
-    check_strand_ended(w.ctx);
+    w.bump(core::counter::jobs);
+    j->m_run(j, w);
+    w.observe(core::event::strand_end);
+    check_strand_ended(w);
     j = next;
   }
 }
@@ -923,23 +929,23 @@ bool pool::try_steal(detail::worker &w) {
     return false;
   }
   std::uint64_t const bits = (std::uint64_t{w.random()} << 32) | w.random();
-  std::size_t const victim = m_victims->pick(w.ctx.index(), bits); // the pool's victim policy
+  std::size_t const victim = m_victims->pick(w.index(), bits); // the pool's victim policy
   detail::worker &v = *m_workers[victim];
-  auto stolen = v.ctx.thief().steal();
+  auto stolen = v.thief().steal();
   if (!stolen) {
     if (stolen.status == core::steal_status::empty && run_queued(w, v)) {
       return true; // the victim is busy with something else: we run its queued work
     }
-    w.ctx.bump(core::counter::steal_fails);
+    w.bump(core::counter::steal_fails);
     return false;
   }
   activate(w);
-  w.ctx.bump(core::counter::steals);
-  w.ctx.observe(core::event::steal, victim);
+  w.bump(core::counter::steals);
+  w.observe(core::event::steal, victim);
   // The steal's acquire made the frame's state ours; we are now its only runner.
-  core::ext::resume_stolen(stolen.value, w.ctx);
-  w.ctx.observe(core::event::strand_end);
-  check_strand_ended(w.ctx);
+  core::ext::resume_stolen(stolen.value, w);
+  w.observe(core::event::strand_end);
+  check_strand_ended(w);
   return true;
 }
 
@@ -949,7 +955,7 @@ bool pool::work_visible(detail::worker const &w) const noexcept {
   }
   for (auto const &other : m_workers) {
     // seq_cst loads: hints, but fresh ones (see protocols §6)
-    if (!other->ctx.tasks().empty() || !other->queued.empty() || !other->local.empty() ||
+    if (!other->tasks().empty() || !other->queued.empty() || !other->local.empty() ||
         !other->resumed.empty()) {
       return true;
     }
@@ -991,14 +997,14 @@ void pool::idle(detail::worker &w) {
     bool const needed = m_thieves.load(std::memory_order_seq_cst) == 0 &&
                         m_active.load(std::memory_order_seq_cst) > 0; // seq_cst: see protocols §6
     if (!needed && !work_visible(w) && !m_stop.load(std::memory_order_seq_cst)) { // under the lock
-      w.ctx.bump(core::counter::sleeps);
-      w.ctx.observe(core::event::sleep);
+      w.bump(core::counter::sleeps);
+      w.observe(core::event::sleep);
       // relaxed m_stop: the destructor sets it before taking this lock to notify us
       w.cv.wait(lock, [&] { return w.notified || m_stop.load(std::memory_order_relaxed); });
       if (w.notified) {
-        w.ctx.bump(core::counter::wakes);
+        w.bump(core::counter::wakes);
       }
-      w.ctx.observe(core::event::wake);
+      w.observe(core::event::wake);
     }
     w.asleep = false;
     m_sleepers.fetch_sub(1, std::memory_order_seq_cst); // awake again: wakers may skip us
@@ -1007,13 +1013,13 @@ void pool::idle(detail::worker &w) {
 }
 
 void pool::start(detail::worker &w) noexcept {
-  std::size_t const i = w.ctx.index();
+  std::size_t const i = w.index();
   if (m_worker_cpu[i] >= 0) {
     m_pin_error[i] = pin_this_thread(static_cast<unsigned>(m_worker_cpu[i]));
   }
   // The stack is first touched here, on the worker's thread (and node, once pinned): see
   // docs/topology.md for stacks handed to other workers at a join.
-  (void)w.ctx.renew_stack_here();
+  (void)w.renew_stack_here();
   // release: publishes m_pin_error[i] to the constructor's acquire
   if (m_starting.fetch_sub(1, std::memory_order_release) == 1) {
     m_starting.notify_all();
@@ -1021,7 +1027,7 @@ void pool::start(detail::worker &w) noexcept {
 }
 
 void pool::run(detail::worker &w) {
-  core::set_this_context(&w.ctx);
+  core::set_this_context(&w);
   for (;;) {
     if (run_jobs(w) || try_steal(w)) {
       w.failures = 0;

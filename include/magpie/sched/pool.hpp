@@ -257,6 +257,8 @@ private:
                       std::atomic<std::uint64_t> detail::worker::*starts) const noexcept;
   /// This pool's worker that runs the calling thread, or null.
   detail::worker *calling_worker() const noexcept;
+  /// unhold() on `own`, the calling thread's worker (resubmit has already looked it up).
+  void unhold_on(detail::worker &own) noexcept;
   void activate(detail::worker &w) noexcept;
   void deactivate(detail::worker &w) noexcept;
   void become_active() noexcept;
