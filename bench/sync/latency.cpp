@@ -11,8 +11,11 @@
 // it spawns, then spins until the child has started (so that it does not run the child itself),
 // and the other worker, idle and spinning, steals the child from the spawner's local deque;
 // finish→get is there the awaiting task's `co_await` of the finished future. Another row has the
-// submitting thread wait in an event's queue (event::wait_blocking) until the task sets it. Each
-// row: the median and the 90th percentile of `--reps` (default 2000) round trips, each checked.
+// submitting thread wait in an event's queue (event::wait_blocking) until the task sets it. The
+// first row is the machine's floor for every cross-core row: one cache line moving from one core
+// to the other (two plain threads bouncing an atomic), which a start on another core needs at
+// least twice (the job's line and the queue's). Each row: the median and the 90th percentile of
+// `--reps` (default 2000) round trips, each checked.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -134,6 +137,43 @@ magpie::task<void> spawn_from_task(magpie::pool *pool, row *r, int reps) {
   }
 }
 
+/// The floor under every cross-core row: two plain threads bounce one atomic between them; each
+/// sample is 64 round trips, divided into one-way trips (a cache line moving from one core to the
+/// other). Both columns get the same sample. The check: every trip saw the value it waited for.
+row line_transfer_row(int reps) {
+  constexpr int trips = 64;
+  row r{"floor: one cache line, one way (2 threads)", {}, {}, 0};
+  alignas(64) std::atomic<std::int64_t> ball{0};
+  std::int64_t const total = static_cast<std::int64_t>(reps + reps / 10) * trips * 2;
+  std::thread other([&] {
+    for (std::int64_t v = 1; v < total; v += 2) { // odd values are ours to answer
+      while (ball.load(std::memory_order_acquire) != v) {
+        magpie::core::detail::cpu_pause();
+      }
+      ball.store(v + 1, std::memory_order_release);
+    }
+  });
+  std::int64_t v = 0;
+  for (int i = -reps / 10; i < reps; ++i) { // the first tenth warms up
+    std::int64_t const t0 = now_ns();
+    for (int k = 0; k < trips; ++k) {
+      ball.store(v + 1, std::memory_order_release);
+      while (ball.load(std::memory_order_acquire) != v + 2) {
+        magpie::core::detail::cpu_pause();
+      }
+      v += 2;
+    }
+    std::int64_t const one_way = (now_ns() - t0) / (2 * trips);
+    if (i >= 0) {
+      r.to_start.push_back(one_way);
+      r.to_get.push_back(one_way);
+    }
+  }
+  other.join();
+  r.bad += v == total ? 0 : 1;
+  return r;
+}
+
 row task_row(char const *name, magpie::pool &pool, int reps) {
   row r{name, {}, {}, 0};
   magpie::sync_wait(pool, spawn_from_task, &pool, &r, reps);
@@ -150,6 +190,7 @@ int main(int argc, char **argv) {
     }
   }
   std::vector<row> rows;
+  rows.push_back(line_transfer_row(reps));
   {
     magpie::lazy_pool lazy(1);
     rows.push_back(magpie_row("magpie::spawn, idle lazy_pool(1)", lazy, reps));
