@@ -145,11 +145,20 @@ row line_transfer_row(int reps) {
   row r{"floor: one cache line, one way (2 threads)", {}, {}, 0};
   alignas(64) std::atomic<std::int64_t> ball{0};
   std::int64_t const total = static_cast<std::int64_t>(reps + reps / 10) * trips * 2;
-  std::thread other([&] {
-    for (std::int64_t v = 1; v < total; v += 2) { // odd values are ours to answer
-      while (ball.load(std::memory_order_acquire) != v) {
+  // Waits for `want`; yields now and then, so that a run confined to one core still ends (its
+  // figure is then a context switch, not a line transfer).
+  auto await = [&ball](std::int64_t want) {
+    for (unsigned spins = 1; ball.load(std::memory_order_acquire) != want; ++spins) {
+      if (spins % 256 == 0) {
+        std::this_thread::yield();
+      } else {
         magpie::core::detail::cpu_pause();
       }
+    }
+  };
+  std::thread other([&] {
+    for (std::int64_t v = 1; v < total; v += 2) { // odd values are ours to answer
+      await(v);
       ball.store(v + 1, std::memory_order_release);
     }
   });
@@ -158,9 +167,7 @@ row line_transfer_row(int reps) {
     std::int64_t const t0 = now_ns();
     for (int k = 0; k < trips; ++k) {
       ball.store(v + 1, std::memory_order_release);
-      while (ball.load(std::memory_order_acquire) != v + 2) {
-        magpie::core::detail::cpu_pause();
-      }
+      await(v + 2);
       v += 2;
     }
     std::int64_t const one_way = (now_ns() - t0) / (2 * trips);
