@@ -145,15 +145,11 @@ row line_transfer_row(int reps) {
   row r{"floor: one cache line, one way (2 threads)", {}, {}, 0};
   alignas(64) std::atomic<std::int64_t> ball{0};
   std::int64_t const total = static_cast<std::int64_t>(reps + reps / 10) * trips * 2;
-  // Waits for `want`; yields now and then, so that a run confined to one core still ends (its
-  // figure is then a context switch, not a line transfer).
+  // Waits for `want` with the library's spin (pauses, then yields), so that a run confined to one
+  // core still ends (its figure is then a context switch, not a line transfer).
   auto await = [&ball](std::int64_t want) {
-    for (unsigned spins = 1; ball.load(std::memory_order_acquire) != want; ++spins) {
-      if (spins % 256 == 0) {
-        std::this_thread::yield();
-      } else {
-        magpie::core::detail::cpu_pause();
-      }
+    for (unsigned spins = 0; ball.load(std::memory_order_acquire) != want;) {
+      magpie::core::detail::spin_pause(spins);
     }
   };
   std::thread other([&] {
