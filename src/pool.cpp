@@ -701,7 +701,7 @@ std::size_t pool::submit_root(job *j, priority p) {
   std::size_t const index = own ? self->index() : choose_worker();
   try {
     if (own && p == priority::normal) {
-      m_workers[index]->local.push(j); // release: publishes the job to a thief (as a fork's push)
+      self->local.push(j); // release: publishes the job to a thief (as a fork's push)
       return local_queue;
     }
     m_workers[index]->queued.push_root(j, p); // seq_cst: before the sleepers check in wake()
