@@ -42,8 +42,9 @@ struct options {
   double max_seconds = 0; ///< if > 0: fewer reps (never < 3) when the first rep predicts more
   std::string variant;    ///< a runtime's variant (zipf: omp static|dynamic|guided, ...)
   std::string trace;      ///< magpie only: write a Chrome/Perfetto trace of the run to this file
-  bool workspan = false;  ///< magpie only: analyse the first repetition's work and span
-  double burden = -1;     ///< magpie only, with --workspan: burden per fork in ns (<0: default)
+  bool trace_every_event = false; ///< magpie only, with --trace: read the clock at every event
+  bool workspan = false;          ///< magpie only: analyse the first repetition's work and span
+  double burden = -1; ///< magpie only, with --workspan: burden per fork in ns (<0: default)
   std::string clock = "steady"; ///< magpie only, with --workspan: steady | thread_cpu
 };
 
@@ -51,8 +52,8 @@ struct options {
   std::fprintf(stderr,
                "%s: %s\nusage: %s [--size NAME] [--workers P] [--reps R] [--warmup W] "
                "[--max-seconds S] [--pool lazy|busy] [--star] [--variant NAME] [--placement P]\n"
-               "  [--victims uniform|weighted] [--trace FILE.json] [--workspan [--burden NS] "
-               "[--clock steady|thread_cpu]]\n",
+               "  [--victims uniform|weighted] [--trace FILE.json [--trace-timing "
+               "adaptive|every_event]]\n  [--workspan [--burden NS] [--clock steady|thread_cpu]]\n",
                argv0, why, argv0);
   std::exit(2);
 }
@@ -89,6 +90,12 @@ inline options parse_options(int argc, char **argv) {
       o.star = true;
     } else if (a == "--trace") {
       o.trace = value();
+    } else if (a == "--trace-timing") {
+      std::string const timing = value();
+      if (timing != "adaptive" && timing != "every_event") {
+        usage(argv[0], "--trace-timing takes adaptive or every_event");
+      }
+      o.trace_every_event = timing == "every_event";
     } else if (a == "--workspan") {
       o.workspan = true;
     } else if (a == "--burden") {

@@ -36,7 +36,10 @@ public:
     }
     if (!o.trace.empty()) {
       m_trace_file = o.trace;
-      m_session = std::make_unique<magpie::trace::session>(*m_pool);
+      m_session = std::make_unique<magpie::trace::session>(
+          *m_pool, std::size_t{1} << 16,
+          o.trace_every_event ? magpie::trace::session::timing::every_event
+                              : magpie::trace::session::timing::adaptive);
     }
     m_workspan = o.workspan;
     m_burden = o.burden;
@@ -51,8 +54,9 @@ public:
       std::fputs(magpie::trace::counters(*m_pool).to_table().c_str(), stderr);
       try {
         m_session->to_file(m_trace_file);
-        std::fprintf(stderr, "trace: %s (%llu events, %llu overwritten)\n", m_trace_file.c_str(),
-                     static_cast<unsigned long long>(m_session->recorded()),
+        std::fprintf(stderr, "trace: %s (%llu events, %llu read the clock, %llu not written)\n",
+                     m_trace_file.c_str(), static_cast<unsigned long long>(m_session->recorded()),
+                     static_cast<unsigned long long>(m_session->clock_reads()),
                      static_cast<unsigned long long>(m_session->dropped()));
       } catch (std::exception const &e) {
         std::fprintf(stderr, "trace: %s\n", e.what());

@@ -4,26 +4,10 @@
 #include <vector>
 
 #include "common/magpie_runtime.hpp"
+#include "uts/magpie_task.hpp"
 #include "uts/problem.hpp"
 
 namespace {
-
-magpie::task<uts::result> visit(uts::tree const *t, uts::node const *n) {
-  int const k = uts::num_children(*t, *n);
-  if (k == 0) {
-    co_return uts::leaf(*n);
-  }
-  std::vector<uts::slot> kids(static_cast<std::size_t>(k));
-  for (int i = 0; i < k; ++i) {
-    kids[i].n = uts::child(*n, i);
-  }
-  for (int i = 0; i < k - 1; ++i) {
-    co_await magpie::fork(&kids[i].r, visit, t, &kids[i].n);
-  }
-  co_await magpie::call(&kids[k - 1].r, visit, t, &kids[k - 1].n);
-  co_await magpie::join();
-  co_return uts::combine(*n, kids);
-}
 
 magpie::task<uts::result> visit_star(uts::tree const *t, uts::node const *n) {
   int const k = uts::num_children(*t, *n);
@@ -54,5 +38,5 @@ int main(int argc, char **argv) {
         o, uts::problem_name, rt.name(), [&] { return rt.run(visit_star, &t, &root); }, check);
   }
   return bench::measure(
-      o, uts::problem_name, rt.name(), [&] { return rt.run(visit, &t, &root); }, check);
+      o, uts::problem_name, rt.name(), [&] { return rt.run(uts::magpie_visit, &t, &root); }, check);
 }

@@ -53,6 +53,11 @@ clock_pair read_clocks() noexcept {
   return best;
 }
 
+/// timing::adaptive: a worker's stride stays within [1, max_stride] task events, and is halved
+/// when two readings are more than reading_gap ticks apart, doubled when less than half that.
+constexpr std::uint32_t max_stride = 64;
+constexpr std::uint64_t reading_gap = 2048;
+
 /// The ring size for `n` events: n rounded up to a power of two (at least 1).
 std::size_t ring_capacity(std::size_t n) {
   if (n > std::size_t{1} << 40) {
@@ -63,7 +68,7 @@ std::size_t ring_capacity(std::size_t n) {
 
 } // namespace
 
-session::session(sched::pool &pool, std::size_t events_per_worker)
+session::session(sched::pool &pool, std::size_t events_per_worker, timing clock)
     : m_pool(&pool), m_capacity(ring_capacity(events_per_worker)), m_start_ticks(0),
       m_rings(pool.workers()) {
   clock_pair const start = read_clocks();
@@ -71,8 +76,11 @@ session::session(sched::pool &pool, std::size_t events_per_worker)
   m_start_ticks = start.ticks;
   for (ring &r : m_rings) {
     r.events = std::make_unique<record[]>(m_capacity);
+    r.last_ticks = m_start_ticks;
   }
-  m_recorder.owner = this;
+  m_recorder.rings = m_rings.data();
+  m_recorder.mask = m_capacity - 1;
+  m_recorder.max_stride = clock == timing::every_event ? 1 : max_stride;
   m_recorder.m_record = &session::on_event;
   // A timeline has no use for joins that did not wait (join_suspend shows the others): not
   // reported, they cost the worker nothing (one event in five on fib).
@@ -104,10 +112,62 @@ void session::on_event(core::observer &self, core::context &worker, core::event 
   if (e == core::event::join) {
     return; // not wanted (m_wants), but possible while observers are exchanged
   }
-  session &s = *static_cast<recorder &>(self).owner;
-  ring &r = s.m_rings[worker.index()]; // only this worker writes its ring
-  r.events[r.next & (s.m_capacity - 1)] = record{ticks(), e, static_cast<std::uint32_t>(arg)};
+  recorder const &rec = static_cast<recorder &>(self);
+  ring &r = rec.rings[worker.index()]; // only this worker writes its ring
+  bool const task_event =
+      e == core::event::fork || e == core::event::call || e == core::event::task_end;
+  bool const due = task_event && r.next >= r.read_at; // the stride's reading
+  bool read = !task_event || due;
+  // A span whose start read the clock reads it at its end too (and so does the end of a
+  // strand's outermost span): spans of roots, steals and resumptions have exact times.
+  // read_starts is a stack of bits, the innermost span's lowest (deeper than 64 spans, the
+  // outermost fall off the top: then only depth's return to 0 reads for them).
+  switch (e) {
+  case core::event::fork:
+  case core::event::call:
+  case core::event::root:
+  case core::event::steal:
+  case core::event::resume:
+    r.read_starts = (r.read_starts << 1) | std::uint64_t{read};
+    ++r.depth;
+    break;
+  case core::event::task_end:
+    r.depth -= r.depth != 0 ? 1 : 0;
+    read = read || r.depth == 0 || (r.read_starts & 1) != 0;
+    r.read_starts >>= 1;
+    break;
+  default: // the events that end every span (and sleep, ended by wake)
+    r.depth = 0;
+    r.read_starts = 0;
+    break;
+  }
+  std::uint64_t t = 0;
+  if (read) {
+    t = ticks();
+    if (due) { // adapt the stride to the time since the last reading
+      std::uint64_t const gap = t - r.last_ticks;
+      if (gap > reading_gap) {
+        r.stride = std::max<std::uint32_t>(r.stride / 2, 1);
+      } else if (gap < reading_gap / 2) {
+        r.stride = std::min(r.stride * 2, rec.max_stride);
+      }
+    }
+    r.last_ticks = t;
+    r.read_at = r.next + r.stride;
+    ++r.reads;
+  }
+  r.events[r.next & rec.mask] = record{t, e, static_cast<std::uint32_t>(arg)};
   ++r.next;
+}
+
+std::uint64_t session::first_exported(ring const &r) const noexcept {
+  std::uint64_t i = r.next < m_capacity ? 0 : r.next - m_capacity;
+  if (i != 0) { // wrapped: what precedes the oldest kept reading cannot be placed in time
+    while (i < r.next && r.events[i & (m_capacity - 1)].ticks == 0) {
+      ++i;
+    }
+  }
+  return i;
 }
 
 std::uint64_t session::recorded() const noexcept {
@@ -118,10 +178,18 @@ std::uint64_t session::recorded() const noexcept {
   return n;
 }
 
+std::uint64_t session::clock_reads() const noexcept {
+  std::uint64_t n = 0;
+  for (ring const &r : m_rings) {
+    n += r.reads;
+  }
+  return n;
+}
+
 std::uint64_t session::dropped() const noexcept {
   std::uint64_t n = 0;
   for (ring const &r : m_rings) {
-    n += r.next > m_capacity ? r.next - m_capacity : 0;
+    n += first_exported(r);
   }
   return n;
 }
@@ -259,11 +327,40 @@ void session::write_json(std::ostream &out) {
   }
   for (std::size_t w = 0; w < m_rings.size(); ++w) {
     ring const &r = m_rings[w];
-    std::uint64_t const kept = r.next < m_capacity ? r.next : m_capacity;
+    auto const at = [&](std::uint64_t i) -> session::record const & {
+      return r.events[i & (m_capacity - 1)];
+    };
     worker_writer writer(out, first, w);
-    for (std::uint64_t i = r.next - kept; i < r.next; ++i) {
-      session::record const &e = r.events[i & (m_capacity - 1)];
-      writer.event(e, to_ns(e.ticks));
+    // An event without a reading lies between the readings around it (before it: the latest one,
+    // or the session's start for a ring that did not wrap; after it: the next one, or the stop):
+    // placed evenly by position. `lo`: the reading before, as an index (one before the first
+    // event for the start) and its time.
+    std::uint64_t const begin = first_exported(r);
+    bool const from_start = begin == r.next || at(begin).ticks == 0;
+    std::int64_t lo = static_cast<std::int64_t>(begin) - (from_start ? 1 : 0);
+    std::uint64_t lo_ticks = from_start ? m_start_ticks : at(begin).ticks;
+    for (std::uint64_t i = begin; i < r.next;) {
+      if (at(i).ticks != 0) {
+        writer.event(at(i), to_ns(at(i).ticks));
+        lo = static_cast<std::int64_t>(i);
+        lo_ticks = at(i).ticks;
+        ++i;
+        continue;
+      }
+      std::uint64_t hi = i + 1;
+      while (hi < r.next && at(hi).ticks == 0) {
+        ++hi;
+      }
+      std::uint64_t const hi_ticks = hi < r.next ? at(hi).ticks : m_stop_ticks;
+      // Readings on different CPUs may disagree a little (a worker can move): never go back.
+      double const per_event = hi_ticks > lo_ticks
+                                   ? static_cast<double>(hi_ticks - lo_ticks) /
+                                         static_cast<double>(static_cast<std::int64_t>(hi) - lo)
+                                   : 0.0;
+      for (; i < hi; ++i) {
+        double const offset = static_cast<double>(static_cast<std::int64_t>(i) - lo);
+        writer.event(at(i), to_ns(lo_ticks + static_cast<std::uint64_t>(per_event * offset)));
+      }
     }
     writer.finish();
   }

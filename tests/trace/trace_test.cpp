@@ -2,6 +2,7 @@
 // worker, sessions come and go while the pool runs, and an exchanged observer is left for good.
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -50,6 +51,21 @@ void expect_matched(std::string const &json, bool some = true) {
   }
   for (auto const &[tid, n] : open) {
     EXPECT_EQ(n, 0) << "spans left open on worker " << tid;
+  }
+  // Times never go back on a worker (interpolated ones included).
+  std::istringstream again(json);
+  std::map<std::string, double> last;
+  while (std::getline(again, line)) {
+    auto const tid_at = line.find("\"tid\":");
+    auto const ts_at = line.find("\"ts\":");
+    if (tid_at == std::string::npos || ts_at == std::string::npos) {
+      continue;
+    }
+    std::string const tid = line.substr(tid_at + 6, line.find(',', tid_at) - tid_at - 6);
+    double const ts = std::stod(line.substr(ts_at + 5));
+    auto const [it, fresh] = last.try_emplace(tid, ts);
+    ASSERT_GE(ts, it->second) << "time went back on worker " << tid << ": " << line;
+    it->second = ts;
   }
   if (some) {
     EXPECT_GT(begins, 0);
@@ -163,8 +179,10 @@ magpie::task<int> napping_root() {
   co_return 1;
 }
 
-/// The ts of line `from`'s event and of the next "E" on the same worker, in µs.
-std::pair<double, double> span_of(std::string const &json, std::string const &begin_marker) {
+/// The ts of the first "B" event holding `begin_marker` (after `skip` others) and of the next "E"
+/// on the same worker, in µs (the span's end if it has no children).
+std::pair<double, double> span_of(std::string const &json, std::string const &begin_marker,
+                                  int skip = 0) {
   std::istringstream in(json);
   std::string line;
   auto const ts = [](std::string const &l) { return std::stod(l.substr(l.find("\"ts\":") + 5)); };
@@ -177,7 +195,7 @@ std::pair<double, double> span_of(std::string const &json, std::string const &be
     }
     std::string const this_tid = line.substr(at, line.find(',', at) - at);
     if (begin < 0 && line.find(begin_marker) != std::string::npos &&
-        line.find("\"ph\":\"B\"") != std::string::npos) {
+        line.find("\"ph\":\"B\"") != std::string::npos && skip-- == 0) {
       begin = ts(line);
       tid = this_tid;
     } else if (begin >= 0 && this_tid == tid && line.find("\"ph\":\"E\"") != std::string::npos) {
@@ -211,6 +229,60 @@ TEST(trace_session, timestamps_are_calibrated_nanoseconds) {
   ASSERT_GE(end, begin) << "the root span has no end in\n" << json;
   EXPECT_GE(end - begin, 29'000.0) << "the root slept 30 ms; the trace:\n" << json;
   EXPECT_LE(end - begin, outer_us + 1'000.0) << "longer than sync_wait took";
+}
+
+// timing::adaptive reads the clock at a fraction of the task events once tasks are short, but
+// still at both ends of a root: a 30 ms root after thousands of tiny tasks keeps its length.
+// timing::every_event reads it at every event.
+TEST(trace_session, adaptive_timing_reads_the_clock_less_and_keeps_roots_exact) {
+  for (auto const timing :
+       {magpie::trace::session::timing::adaptive, magpie::trace::session::timing::every_event}) {
+    magpie::sched::busy_pool pool(1);
+    std::string json;
+    double outer_us = 0;
+    double fib_ns = 0;
+    std::uint64_t recorded = 0;
+    std::uint64_t reads = 0;
+    {
+      magpie::trace::session s(pool, std::size_t{1} << 17, timing); // holds every event
+      auto const f0 = std::chrono::steady_clock::now();
+      EXPECT_EQ(magpie::sync_wait(pool, fib, 18), serial_fib(18));
+      fib_ns =
+          std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - f0).count();
+      auto const t0 = std::chrono::steady_clock::now();
+      EXPECT_EQ(magpie::sync_wait(pool, napping_root), 1);
+      outer_us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      EXPECT_EQ(magpie::sync_wait(pool, napping_root), 1); // records the first one's end
+      std::ostringstream out;
+      s.write_json(out);
+      json = out.str();
+      recorded = s.recorded();
+      reads = s.clock_reads();
+      EXPECT_EQ(s.dropped(), 0u);
+    }
+    expect_matched(json);
+    if (timing == magpie::trace::session::timing::every_event) {
+      EXPECT_EQ(reads, recorded);
+    } else if (magpie::core::observes_tasks) {
+      // fib(18): 8,361 tasks, two events each. Where they take under 30 ns each (optimised
+      // builds; not under TSan, where the strides rightly stay short), strides grow to 16 events
+      // or more: reads are a small share (4-5 % measured; the bound leaves room for preemption).
+      EXPECT_GT(recorded, 16'000u);
+      double const ns_per_event = fib_ns / 16'722.0;
+      if (ns_per_event < 30.0) {
+        EXPECT_LT(reads, recorded / 4) << reads << " of " << recorded << " events read the clock, "
+                                       << ns_per_event << " ns per event";
+      } else {
+        std::printf("%.0f ns per event: tasks too slow for long strides, not checked\n",
+                    ns_per_event);
+      }
+    }
+    auto const [begin, end] = span_of(json, "\"name\":\"root\"", 1); // the fib root's next
+    ASSERT_GE(end, begin) << "no span for the napping root";
+    EXPECT_GE(end - begin, 29'000.0) << "the root slept 30 ms";
+    EXPECT_LE(end - begin, outer_us + 1'000.0) << "longer than sync_wait took";
+  }
 }
 
 TEST(trace_session, comes_and_goes_while_the_pool_runs) {
