@@ -110,6 +110,9 @@ inline options parse_options(int argc, char **argv) {
       (o.clock != "steady" && o.clock != "thread_cpu")) {
     usage(argv[0], "bad option value");
   }
+  if (o.trace_every_event && o.trace.empty()) {
+    usage(argv[0], "--trace-timing needs --trace FILE.json");
+  }
   return o;
 }
 
