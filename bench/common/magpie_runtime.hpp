@@ -37,7 +37,7 @@ public:
     if (!o.trace.empty()) {
       m_trace_file = o.trace;
       m_session = std::make_unique<magpie::trace::session>(
-          *m_pool, std::size_t{1} << 16,
+          *m_pool, magpie::trace::session::default_events_per_worker,
           o.trace_every_event ? magpie::trace::session::timing::every_event
                               : magpie::trace::session::timing::adaptive);
     }

@@ -93,7 +93,7 @@ int main(int argc, char **argv) {
         auto const m = static_cast<mode>((k + static_cast<std::size_t>(r)) % modes); // rotate
         std::optional<magpie::trace::session> s;
         if (m != plain) {
-          s.emplace(pool, std::size_t{1} << 16,
+          s.emplace(pool, magpie::trace::session::default_events_per_worker,
                     m == adaptive ? magpie::trace::session::timing::adaptive
                                   : magpie::trace::session::timing::every_event);
         }

@@ -1,8 +1,7 @@
 // uts — magpie: compute the child states, fork a task per child (call the last), join.
-// Child slots live in a heap std::vector, as in the peers; with --star ("magpie*", the paper's
-// starred variant) they live in a magpie::stack_alloc array on the task's own segmented stack.
-#include <vector>
-
+// Child slots live in a heap std::vector, as in the peers (uts/magpie_task.hpp); with --star
+// ("magpie*", the paper's starred variant) they live in a magpie::stack_alloc array on the task's
+// own segmented stack.
 #include "common/magpie_runtime.hpp"
 #include "uts/magpie_task.hpp"
 #include "uts/problem.hpp"

@@ -48,9 +48,12 @@ public:
     every_event ///< every event: exact times, at a clock read (8-20 ns here) per event
   };
 
+  /// The events each worker keeps unless the constructor is told otherwise.
+  static constexpr std::size_t default_events_per_worker = std::size_t{1} << 16;
+
   /// Starts recording; each worker keeps its latest `events_per_worker` events (rounded up to a
   /// power of two, so that the record path indexes its ring with a mask, not a division).
-  explicit session(sched::pool &pool, std::size_t events_per_worker = std::size_t{1} << 16,
+  explicit session(sched::pool &pool, std::size_t events_per_worker = default_events_per_worker,
                    timing clock = timing::adaptive);
   session(session const &) = delete;
   session &operator=(session const &) = delete;
