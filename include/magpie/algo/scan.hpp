@@ -4,12 +4,16 @@
 //   magpie::inclusive_scan(pool, in.begin(), in.end(), out.begin());          // running sums
 //   magpie::exclusive_scan(pool, in.begin(), in.end(), out.begin(), 0L);
 //
-// Two passes over fixed blocks (detail/blocks.hpp): the first reduces every block but the last,
-// a serial pass turns the block sums into block offsets, the second scans every block from its
-// offset. `op` must be associative (as for std::inclusive_scan); the grouping is fixed by n and
-// the grain, so the result is the same on every run and worker count. The output may be the
-// input (in place). Cost: 2 reads and 1 write per element, ≤ 2048 partials on the task's stack.
+// Over fixed blocks (detail/blocks.hpp), in up to two passes: the first reduces every block and,
+// where the blocks before it are all scanned when it has reduced one (always on one worker, and
+// along the first worker's run of blocks on more), scans it at once while it is in cache; a
+// serial step turns the remaining block sums into block offsets, and a second pass scans those
+// blocks from their offsets. `op` must be associative (as for std::inclusive_scan); the grouping
+// is fixed by n and the grain, so the result is the same on every run and worker count, whichever
+// pass scanned a block. The output may be the input (in place). Cost: from 1 to 2 reads from
+// memory and 1 write per element; ≤ 2048 partials on the task's stack.
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <iterator>
@@ -50,6 +54,67 @@ void scan_block(I in, O out, std::size_t len, std::optional<T> carry, Op &op) {
   }
 }
 
+/// scan_block, returning the block's sum as well, grouped exactly as block_reduce groups it (so
+/// that the offsets after it are the same bits as the two passes give), in one read of the block.
+template <bool Inclusive, typename T, typename I, typename O, typename Op>
+T scan_and_reduce_block(I in, O out, std::size_t len, std::optional<T> carry, Op &op) {
+  auto step = [&](std::size_t i, T x) { // the scan's step for element i, whose value is x
+    if (!carry) {                       // inclusive, first block, no init
+      carry.emplace(std::move(x));
+      at(out, i) = *carry;
+    } else if constexpr (Inclusive) {
+      *carry = std::invoke(op, std::move(*carry), std::move(x));
+      at(out, i) = *carry;
+    } else {
+      T next = std::invoke(op, *carry, std::move(x));
+      at(out, i) = std::move(*carry);
+      *carry = std::move(next);
+    }
+  };
+  // Each element is read once, before its output is written (the output may be the input).
+  if (len < 8) {
+    T sum = at(in, 0);
+    step(0, sum);
+    for (std::size_t i = 1; i < len; ++i) {
+      T x = at(in, i);
+      sum = std::invoke(op, std::move(sum), x);
+      step(i, std::move(x));
+    }
+    return sum;
+  }
+  T a0 = at(in, 0);
+  T a1 = at(in, 1);
+  T a2 = at(in, 2);
+  T a3 = at(in, 3);
+  step(0, a0);
+  step(1, a1);
+  step(2, a2);
+  step(3, a3);
+  std::size_t i = 4;
+  for (; i + 4 <= len; i += 4) {
+    T x0 = at(in, i);
+    T x1 = at(in, i + 1);
+    T x2 = at(in, i + 2);
+    T x3 = at(in, i + 3);
+    a0 = std::invoke(op, std::move(a0), x0);
+    a1 = std::invoke(op, std::move(a1), x1);
+    a2 = std::invoke(op, std::move(a2), x2);
+    a3 = std::invoke(op, std::move(a3), x3);
+    step(i, std::move(x0));
+    step(i + 1, std::move(x1));
+    step(i + 2, std::move(x2));
+    step(i + 3, std::move(x3));
+  }
+  T sum = std::invoke(op, std::invoke(op, std::move(a0), std::move(a1)),
+                      std::invoke(op, std::move(a2), std::move(a3)));
+  for (; i < len; ++i) {
+    T x = at(in, i);
+    sum = std::invoke(op, std::move(sum), x);
+    step(i, std::move(x));
+  }
+  return sum;
+}
+
 template <bool Inclusive, typename I, typename O, typename T, typename Op>
 core::task<O> scan_impl(I first, std::size_t n, O d_first, std::optional<T> init, Op op,
                         loop_options opt) {
@@ -57,39 +122,67 @@ core::task<O> scan_impl(I first, std::size_t n, O d_first, std::optional<T> init
     co_return d_first;
   }
   block_plan const plan = plan_blocks(n, opt.grain);
-  // offset[b]: what block b starts from (block sums first, then prefixes in place).
-  auto offset = co_await core::stack_alloc<std::optional<T>>(plan.count);
+  std::size_t const last = plan.count - 1;
+  // sum[b]: block b's sum, for the blocks the first pass reduced but could not scan; then, from
+  // the frontier on, what block b starts from.
+  auto sum = co_await core::stack_alloc<std::optional<T>>(plan.count);
+  // The frontier: blocks [0, frontier) are scanned and `carry` is what block `frontier` starts
+  // from. Only the task that finds frontier == b when it has reduced block b scans it and
+  // advances the frontier, so `carry` has one user at a time, handed on by the release store
+  // (docs/algorithms.md, "Scans").
+  std::atomic<std::size_t> frontier{0};
+  std::optional<T> carry = std::move(init);
   loop_control ctl(0, std::move(opt.stop), co_await core::enclosing_scope());
   identity id;
+  auto scan_at = [&](std::size_t b, std::optional<T> from) {
+    scan_block<Inclusive, T>(nth(first, plan.begin(b)), nth(d_first, plan.begin(b)),
+                             plan.length(b, n), std::move(from), op);
+  };
   auto up = [&](std::size_t lo, std::size_t hi) {
     for (std::size_t b = lo; b < hi; ++b) {
-      offset[b].emplace(block_reduce<T>(nth(first, plan.begin(b)), plan.length(b, n), op, id));
+      if (b == last) { // its sum is never needed: scan it here only if it is next
+        if (frontier.load(std::memory_order_acquire) == b) {
+          scan_at(b, std::move(carry));
+          frontier.store(b + 1, std::memory_order_relaxed); // nobody reads it before the join
+        }
+        continue;
+      }
+      // acquire: pairs with the release below, by the task that scanned block b - 1: its
+      // `carry` is ours to use.
+      if (frontier.load(std::memory_order_acquire) != b) {
+        sum[b].emplace(block_reduce<T>(nth(first, plan.begin(b)), plan.length(b, n), op, id));
+        continue; // scanned in the second pass
+      }
+      // Block b is next: scan it and reduce it in one read, from the same carry and grouped as
+      // the two passes would (the result does not depend on which way a block went).
+      T s = scan_and_reduce_block<Inclusive, T>(
+          nth(first, plan.begin(b)), nth(d_first, plan.begin(b)), plan.length(b, n), carry, op);
+      carry = carry ? std::optional<T>(std::invoke(op, std::move(*carry), std::move(s)))
+                    : std::optional<T>(std::move(s));
+      frontier.store(b + 1, std::memory_order_release); // release: our `carry` is the next's
     }
   };
-  if (plan.count > 1) {
-    co_await core::call(run_loop<decltype(up)>, &ctl, &up, plan.count - 1); // the last: unused
-    co_await core::join();
-    if (ctl.stopped()) {
-      co_return nth(d_first, n);
-    }
+  co_await core::call(run_loop<decltype(up)>, &ctl, &up, plan.count);
+  co_await core::join();
+  std::size_t const done = frontier.load(std::memory_order_relaxed); // ordered by the join
+  if (ctl.stopped() || done == plan.count) {
+    co_return nth(d_first, n);
   }
-  // Serial: block sums → block offsets (an exclusive scan of the sums, from init).
-  std::optional<T> carry = std::move(init);
-  for (std::size_t b = 0; b < plan.count; ++b) {
-    std::optional<T> sum = std::move(offset[b]);
-    offset[b] = carry;
-    if (b + 1 < plan.count) {
-      carry = carry ? std::optional<T>(std::invoke(op, std::move(*carry), std::move(*sum)))
-                    : std::move(sum);
+  // Serial: from the frontier on, block sums → block offsets (an exclusive scan of the sums).
+  for (std::size_t b = done; b < plan.count; ++b) {
+    std::optional<T> s = std::move(sum[b]);
+    sum[b] = carry;
+    if (b != last) {
+      carry = carry ? std::optional<T>(std::invoke(op, std::move(*carry), std::move(*s)))
+                    : std::move(s);
     }
   }
   auto down = [&](std::size_t lo, std::size_t hi) {
-    for (std::size_t b = lo; b < hi; ++b) {
-      scan_block<Inclusive, T>(nth(first, plan.begin(b)), nth(d_first, plan.begin(b)),
-                               plan.length(b, n), std::move(offset[b]), op);
+    for (std::size_t b = done + lo; b < done + hi; ++b) {
+      scan_at(b, std::move(sum[b]));
     }
   };
-  co_await core::call(run_loop<decltype(down)>, &ctl, &down, plan.count);
+  co_await core::call(run_loop<decltype(down)>, &ctl, &down, plan.count - done);
   co_await core::join();
   co_return nth(d_first, n);
 }
