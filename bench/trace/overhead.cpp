@@ -9,7 +9,8 @@
 // events per repetition. Configure with -DMAGPIE_OBSERVE_TASKS=ON to record every fork, call and
 // task end — the case the targets are about (fib within 2×, UTS T1 within 5 %).
 //
-//   trace_overhead [--rounds N] [--workers P]     (defaults: 21 rounds, 1 worker)
+//   trace_overhead [--rounds N] [--workers P] [--uts TREE]   (defaults: 21 rounds, 1 worker, T1;
+//                                                             T1-paper is BENCHMARKS.md's size)
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -47,10 +48,11 @@ bool run_fib(magpie::sched::pool &pool) {
   return magpie::sync_wait(pool, fib_problem::magpie_fib, 30) == 832'040;
 }
 
+uts::tree const *uts_tree = nullptr; // --uts
+
 bool run_uts(magpie::sched::pool &pool) {
-  auto const &t = uts::find("T1");
-  uts::node const root = uts::root(t);
-  return uts::check(magpie::sync_wait(pool, uts::magpie_visit, &t, &root), t).kind ==
+  uts::node const root = uts::root(*uts_tree);
+  return uts::check(magpie::sync_wait(pool, uts::magpie_visit, uts_tree, &root), *uts_tree).kind ==
          bench::verdict::ok;
 }
 
@@ -59,14 +61,17 @@ bool run_uts(magpie::sched::pool &pool) {
 int main(int argc, char **argv) {
   int rounds = 21;
   std::size_t workers = 1;
+  std::string tree = "T1";
   for (int i = 1; i < argc; ++i) {
     std::string const a = argv[i];
     if (a == "--rounds" && i + 1 < argc) {
       rounds = std::atoi(argv[++i]);
     } else if (a == "--workers" && i + 1 < argc) {
       workers = static_cast<std::size_t>(std::atol(argv[++i]));
+    } else if (a == "--uts" && i + 1 < argc) {
+      tree = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--rounds N] [--workers P]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--rounds N] [--workers P] [--uts TREE]\n", argv[0]);
       return 2;
     }
   }
@@ -74,13 +79,21 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "%s: --rounds and --workers must be at least 1\n", argv[0]);
     return 2;
   }
+  uts_tree = &uts::find(tree); // exits with the known names if there is no such tree
+  if (uts_tree->nodes == 0) {
+    std::fprintf(stderr, "%s: UTS %s has no reference answer to check against\n", argv[0],
+                 tree.c_str());
+    return 2;
+  }
+  std::string const uts_name = "UTS " + tree;
   magpie::sched::lazy_pool pool(workers);
   std::printf("trace_overhead: %d rounds (+2 warm-up), %zu worker(s), per-task events %s\n", rounds,
               workers,
               magpie::core::observes_tasks ? "recorded (MAGPIE_OBSERVE_TASKS)"
                                            : "not recorded (strands only; default build)");
   std::array<problem, 2> const problems{
-      {{"fib(30)", 2'692'537.0, run_fib}, {"UTS T1", 257'042.0, run_uts}}};
+      {{"fib(30)", 2'692'537.0, run_fib},
+       {uts_name.c_str(), static_cast<double>(uts_tree->nodes), run_uts}}};
   int status = 0;
   for (problem const &p : problems) {
     std::array<std::vector<double>, modes> seconds;
