@@ -129,7 +129,7 @@ core::task<O> scan_impl(I first, std::size_t n, O d_first, std::optional<T> init
   // The frontier: blocks [0, frontier) are scanned and `carry` is what block `frontier` starts
   // from. Only the task that finds frontier == b when it has reduced block b scans it and
   // advances the frontier, so `carry` has one user at a time, handed on by the release store
-  // (docs/algorithms.md, "Scans").
+  // (docs/algorithms.md, "Scans"; docs/protocols.md §14).
   std::atomic<std::size_t> frontier{0};
   std::optional<T> carry = std::move(init);
   loop_control ctl(0, std::move(opt.stop), co_await core::enclosing_scope());
