@@ -4,14 +4,14 @@
 //   magpie::inclusive_scan(pool, in.begin(), in.end(), out.begin());          // running sums
 //   magpie::exclusive_scan(pool, in.begin(), in.end(), out.begin(), 0L);
 //
-// Over fixed blocks (detail/blocks.hpp), in up to two passes: the first reduces every block and,
-// where the blocks before it are all scanned when it has reduced one (always on one worker, and
-// along the first worker's run of blocks on more), scans it at once while it is in cache; a
-// serial step turns the remaining block sums into block offsets, and a second pass scans those
-// blocks from their offsets. `op` must be associative (as for std::inclusive_scan); the grouping
-// is fixed by n and the grain, so the result is the same on every run and worker count, whichever
-// pass scanned a block. The output may be the input (in place). Cost: from 1 to 2 reads from
-// memory and 1 write per element; ≤ 2048 partials on the task's stack.
+// Over fixed blocks (detail/blocks.hpp), in up to two passes: in the first, a task that reaches a
+// block when every block before it is scanned (always on one worker, and along the first
+// worker's run of blocks on more) scans it at once, reducing it in the same read; the other
+// blocks are only reduced. A serial step turns their sums into block offsets, and a second pass
+// scans them from their offsets. `op` must be associative (as for std::inclusive_scan); the
+// grouping is fixed by n and the grain, so the result is the same on every run and worker count,
+// whichever pass scanned a block. The output may be the input (in place). Cost: from 1 to 2 reads
+// from memory and 1 write per element; ≤ 2048 partials on the task's stack.
 
 #include <atomic>
 #include <cstddef>
@@ -127,7 +127,7 @@ core::task<O> scan_impl(I first, std::size_t n, O d_first, std::optional<T> init
   // the frontier on, what block b starts from.
   auto sum = co_await core::stack_alloc<std::optional<T>>(plan.count);
   // The frontier: blocks [0, frontier) are scanned and `carry` is what block `frontier` starts
-  // from. Only the task that finds frontier == b when it has reduced block b scans it and
+  // from. Only the task that finds frontier == b when it reaches block b scans it and
   // advances the frontier, so `carry` has one user at a time, handed on by the release store
   // (docs/algorithms.md, "Scans"; docs/protocols.md §14).
   std::atomic<std::size_t> frontier{0};
