@@ -145,7 +145,7 @@ core::task<O> scan_impl(I first, std::size_t n, O d_first, std::optional<T> init
           scan_at(b, std::move(carry));
           frontier.store(b + 1, std::memory_order_relaxed); // nobody reads it before the join
         }
-        continue;
+        break; // the last block is the last index of any range that holds it
       }
       // acquire: pairs with the release below, by the task that scanned block b - 1: its
       // `carry` is ours to use.
