@@ -31,54 +31,55 @@ namespace magpie::algo {
 
 namespace detail {
 
+/// One step of a scan at element i, whose value is x: inclusive, acc ← acc ⊕ x and out[i] = acc;
+/// exclusive, out[i] = acc and then acc ← acc ⊕ x.
+template <bool Inclusive, typename T, typename X, typename O, typename Op>
+void scan_step(T &acc, X &&x, O out, std::size_t i, Op &op) {
+  if constexpr (Inclusive) {
+    acc = std::invoke(op, std::move(acc), std::forward<X>(x));
+    at(out, i) = acc;
+  } else {
+    T next = std::invoke(op, acc, std::forward<X>(x));
+    at(out, i) = std::move(acc);
+    acc = std::move(next);
+  }
+}
+
+/// The scan's first step, at element 0 of a block, returning the running value after it: from
+/// `carry`, or, with none (an inclusive scan's first block without init), x itself.
+template <bool Inclusive, typename T, typename O, typename Op>
+T scan_first(std::optional<T> carry, T const &x, O out, Op &op) {
+  if (!carry) {
+    at(out, 0) = x;
+    return x;
+  }
+  T acc = std::move(*carry);
+  scan_step<Inclusive>(acc, x, out, 0, op);
+  return acc;
+}
+
 /// Scans one block from `carry` (none for the very first element when there is no init).
 /// Exclusive: out[i] = carry ⊕ x₀ ⊕ … ⊕ xᵢ₋₁; inclusive: … ⊕ xᵢ. Reads x[i] before writing out[i].
 template <bool Inclusive, typename T, typename I, typename O, typename Op>
 void scan_block(I in, O out, std::size_t len, std::optional<T> carry, Op &op) {
-  std::size_t i = 0;
-  if (!carry) { // inclusive, first block, no init
-    carry.emplace(at(in, 0));
-    at(out, 0) = *carry;
-    i = 1;
-  }
-  T acc = std::move(*carry);
-  for (; i < len; ++i) {
-    if constexpr (Inclusive) {
-      acc = std::invoke(op, std::move(acc), at(in, i));
-      at(out, i) = acc;
-    } else {
-      T next = std::invoke(op, acc, at(in, i));
-      at(out, i) = std::move(acc);
-      acc = std::move(next);
-    }
+  T acc = scan_first<Inclusive>(std::move(carry), T(at(in, 0)), out, op);
+  for (std::size_t i = 1; i < len; ++i) {
+    scan_step<Inclusive>(acc, at(in, i), out, i, op);
   }
 }
 
 /// scan_block, returning the block's sum as well, grouped exactly as block_reduce groups it (so
-/// that the offsets after it are the same bits as the two passes give), in one read of the block.
+/// that the offsets after it are the same bits as the two passes give), in one read of the block:
+/// each element is read once, before its output is written (the output may be the input).
 template <bool Inclusive, typename T, typename I, typename O, typename Op>
 T scan_and_reduce_block(I in, O out, std::size_t len, std::optional<T> carry, Op &op) {
-  auto step = [&](std::size_t i, T x) { // the scan's step for element i, whose value is x
-    if (!carry) {                       // inclusive, first block, no init
-      carry.emplace(std::move(x));
-      at(out, i) = *carry;
-    } else if constexpr (Inclusive) {
-      *carry = std::invoke(op, std::move(*carry), std::move(x));
-      at(out, i) = *carry;
-    } else {
-      T next = std::invoke(op, *carry, std::move(x));
-      at(out, i) = std::move(*carry);
-      *carry = std::move(next);
-    }
-  };
-  // Each element is read once, before its output is written (the output may be the input).
   if (len < 8) {
     T sum = at(in, 0);
-    step(0, sum);
+    T acc = scan_first<Inclusive>(std::move(carry), sum, out, op);
     for (std::size_t i = 1; i < len; ++i) {
       T x = at(in, i);
       sum = std::invoke(op, std::move(sum), x);
-      step(i, std::move(x));
+      scan_step<Inclusive>(acc, std::move(x), out, i, op);
     }
     return sum;
   }
@@ -86,10 +87,10 @@ T scan_and_reduce_block(I in, O out, std::size_t len, std::optional<T> carry, Op
   T a1 = at(in, 1);
   T a2 = at(in, 2);
   T a3 = at(in, 3);
-  step(0, a0);
-  step(1, a1);
-  step(2, a2);
-  step(3, a3);
+  T acc = scan_first<Inclusive>(std::move(carry), a0, out, op);
+  scan_step<Inclusive>(acc, a1, out, 1, op);
+  scan_step<Inclusive>(acc, a2, out, 2, op);
+  scan_step<Inclusive>(acc, a3, out, 3, op);
   std::size_t i = 4;
   for (; i + 4 <= len; i += 4) {
     T x0 = at(in, i);
@@ -100,17 +101,17 @@ T scan_and_reduce_block(I in, O out, std::size_t len, std::optional<T> carry, Op
     a1 = std::invoke(op, std::move(a1), x1);
     a2 = std::invoke(op, std::move(a2), x2);
     a3 = std::invoke(op, std::move(a3), x3);
-    step(i, std::move(x0));
-    step(i + 1, std::move(x1));
-    step(i + 2, std::move(x2));
-    step(i + 3, std::move(x3));
+    scan_step<Inclusive>(acc, std::move(x0), out, i, op);
+    scan_step<Inclusive>(acc, std::move(x1), out, i + 1, op);
+    scan_step<Inclusive>(acc, std::move(x2), out, i + 2, op);
+    scan_step<Inclusive>(acc, std::move(x3), out, i + 3, op);
   }
   T sum = std::invoke(op, std::invoke(op, std::move(a0), std::move(a1)),
                       std::invoke(op, std::move(a2), std::move(a3)));
   for (; i < len; ++i) {
     T x = at(in, i);
     sum = std::invoke(op, std::move(sum), x);
-    step(i, std::move(x));
+    scan_step<Inclusive>(acc, std::move(x), out, i, op);
   }
   return sum;
 }
