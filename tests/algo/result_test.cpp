@@ -94,13 +94,18 @@ TEST_P(algo_results, reduce_and_transform_reduce_equal_serial) {
   }
 }
 
-TEST_P(algo_results, floating_reduce_is_deterministic) {
-  std::size_t const n = static_cast<std::size_t>(scaled(100003, 20011));
-  std::vector<double> v(n);
-  std::mt19937_64 g(5);
+/// Doubles of mixed magnitudes (2^-39 … 10^5), whose sums depend on the grouping.
+std::vector<double> mixed_magnitudes(std::uint64_t seed) {
+  std::vector<double> v(static_cast<std::size_t>(scaled(100003, 20011)));
+  std::mt19937_64 g(seed);
   for (auto &x : v) {
     x = std::ldexp(static_cast<double>(g() % 100000), -static_cast<int>(g() % 40));
   }
+  return v;
+}
+
+TEST_P(algo_results, floating_reduce_is_deterministic) {
+  auto const v = mixed_magnitudes(5);
   double const first = on([&](auto &s) { return magpie::reduce(s, v); });
   for (int r = 0; r < 5; ++r) {
     EXPECT_EQ(on([&](auto &s) { return magpie::reduce(s, v); }), first); // bit for bit
@@ -116,12 +121,8 @@ TEST_P(algo_results, floating_reduce_is_deterministic) {
 // grouping computed here, on one worker (every block in the first pass), on the pool (a mix that
 // depends on timing) and with a grain that makes many small blocks.
 TEST_P(algo_results, floating_scan_is_deterministic_whichever_pass_scans_a_block) {
-  std::size_t const n = static_cast<std::size_t>(scaled(100003, 20011));
-  std::vector<double> v(n);
-  std::mt19937_64 g(9);
-  for (auto &x : v) {
-    x = std::ldexp(static_cast<double>(g() % 100000), -static_cast<int>(g() % 40));
-  }
+  auto const v = mixed_magnitudes(9);
+  std::size_t const n = v.size();
   for (std::size_t grain : {std::size_t{0}, std::size_t{37}}) {
     auto const plan = magpie::algo::detail::plan_blocks(n, grain);
     std::vector<double> want(n);
