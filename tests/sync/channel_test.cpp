@@ -584,6 +584,87 @@ TEST(channel_plain, a_thread_released_while_it_polls_or_sleeps) {
   }
 }
 
+// Spinning before waiting (channel.hpp, "Before waiting"): a task on a one-worker pool never
+// spins (nothing else could fill or drain the ring meanwhile), and a spin that ends in a wait
+// anyway halves its side's budget, down to the floor and no further. Each receive (send) here
+// waits for certain: the thread sends (receives) only once the task is queued, so a spin can
+// never pay, and a one-worker task that spun would have halved the budget.
+task<long> receive_n(channel<long> *ch, int n) {
+  long sum = 0;
+  for (int i = 0; i < n; ++i) {
+    std::optional<long> v = co_await ch->receive();
+    sum += v.value_or(-1000);
+  }
+  co_return sum;
+}
+
+task<long> send_n(channel<long> *ch, int n) {
+  long sent = 0;
+  for (int i = 0; i < n; ++i) {
+    sent += (co_await ch->send(long{i})) ? 1 : 0;
+  }
+  co_return sent;
+}
+
+long receive_n_blocking(channel<long> *ch, int n) {
+  long sum = 0;
+  for (int i = 0; i < n; ++i) {
+    sum += ch->receive_blocking().value_or(-1000);
+  }
+  return sum;
+}
+
+// Sends 0 … n−1 to `ch`, each once `queued()` holds (a waiter is in the channel's queue).
+template <typename Queued>
+bool feed_when_queued(channel<long> &ch, int n, Queued queued) {
+  for (int i = 0; i < n; ++i) {
+    if (!wait_until(queued) || ch.try_send(long{i}) != send_status::sent) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST(channel_spin, one_worker_tasks_do_not_spin_and_fruitless_spins_back_off) {
+  watchdog dog(current_test_name());
+  using chan = channel<long>;
+  int const n = 6; // 128 → 64 → 32 → 16 → 8 (the floor) after four fruitless spins, then stays
+  long const sum = n * (n - 1) / 2;
+  for (std::size_t workers : {std::size_t{1}, std::size_t{2}}) {
+    magpie::busy_pool pool(workers);
+    channel<long> ch(4);
+    auto got = magpie::spawn(pool, receive_n, &ch, n);
+    EXPECT_TRUE(feed_when_queued(ch, n, [&] { return ch.waiting_receivers() == 1; }));
+    EXPECT_EQ(got.get(), sum);
+    EXPECT_EQ(ch.spin_budgets().receive, workers == 1 ? chan::spin_ceiling : chan::spin_floor)
+        << workers << " worker(s)";
+    EXPECT_EQ(ch.spin_budgets().send, chan::spin_ceiling) << "no send ever found the ring full";
+
+    channel<long> one(1); // send side: the ring is full after the first value
+    auto sent = magpie::spawn(pool, send_n, &one, n + 1);
+    long drained = 0;
+    for (int i = 0; i < n; ++i) { // receive each value once the next send is queued
+      ASSERT_TRUE(wait_until([&] { return one.waiting_senders() == 1; }));
+      drained += one.try_receive().value_or(-1000);
+    }
+    drained += one.receive_blocking().value_or(-1000); // the last one did not have to wait
+    EXPECT_EQ(sent.get(), n + 1);
+    EXPECT_EQ(drained, sum + n);
+    EXPECT_EQ(one.spin_budgets().send, workers == 1 ? chan::spin_ceiling : chan::spin_floor)
+        << workers << " worker(s)";
+  }
+  // Plain threads always spin first (a kernel sleep costs more): fruitless spins back off too.
+  channel<long> ch(4);
+  bool fed = false;
+  {
+    side_thread feeder(
+        [&] { fed = feed_when_queued(ch, n, [&] { return ch.waiting_receivers() == 1; }); });
+    EXPECT_EQ(receive_n_blocking(&ch, n), sum);
+  }
+  EXPECT_TRUE(fed);
+  EXPECT_EQ(ch.spin_budgets().receive, chan::spin_floor);
+}
+
 std::string channel_param_name(
     ::testing::TestParamInfo<std::tuple<magpie::test::sched_param, std::size_t>> const &info) {
   return to_string(std::get<0>(info.param)) + "_cap" + std::to_string(std::get<1>(info.param));
