@@ -289,6 +289,49 @@ TEST(future, arguments_are_decay_copied_once_and_destroyed_once) {
   EXPECT_EQ(tracked_counters().errors.load(), 0);
 }
 
+// A coroutine lambda's captures live in its closure, and its coroutine reaches them through the
+// closure's address: spawn and task_group::spawn must keep the copy they call alive until the
+// task completes, across suspensions, on both paths — the pool's job and the helping reader —
+// even after the caller's lambda (a temporary, or a local that goes out of scope) is gone. A
+// capture read after its closure died trips `tracked`'s check (and ASan).
+TEST(future, a_spawned_lambdas_captures_live_until_its_task_completes) {
+  watchdog dog(current_test_name());
+  tracked_counters().reset();
+  for (std::size_t workers : {std::size_t{1}, std::size_t{2}}) {
+    magpie::lazy_pool pool(workers);
+    magpie::event go;
+    std::atomic<long> group_sum{0};
+    magpie::future<long> parked;
+    magpie::task_group g(pool);
+    {
+      tracked t(7);
+      auto lam = [t, &go]() -> task<long> {
+        co_await go.wait(); // suspended: the caller's lambda is destroyed meanwhile
+        co_return t.value();
+      };
+      parked = magpie::spawn(pool, lam);
+      for (long i = 0; i < 4; ++i) {
+        g.spawn([t, i, &go, &group_sum]() -> task<void> {
+          co_await go.wait();
+          group_sum += t.value() + i;
+        });
+      }
+    } // lam and t destroyed here
+    // Helped: a task awaits the future of a temporary lambda before the pool's job runs it.
+    long const helped = magpie::sync_wait(pool, [&]() -> task<long> {
+      auto f = magpie::spawn(pool, [u = tracked(5)]() -> task<long> { co_return u.value(); });
+      co_return co_await f;
+    });
+    EXPECT_EQ(helped, 5);
+    go.set();
+    EXPECT_EQ(parked.get(), 7);
+    g.wait();
+    EXPECT_EQ(group_sum.load(), 4 * 7 + 0 + 1 + 2 + 3);
+  }
+  EXPECT_EQ(tracked_counters().live(), 0);
+  EXPECT_EQ(tracked_counters().errors.load(), 0);
+}
+
 task<void> bump(int &x) {
   ++x;
   co_return;
