@@ -437,49 +437,45 @@ private:
     return m_ring[slot_index(h)].seq.load(std::memory_order_relaxed) == 2 * h + 1;
   }
 
-  /// Called when a send found the ring full: pauses up to the send side's budget, retrying the
-  /// fast path whenever the ring looks to have room, and adapts the budget. Returns the last
-  /// attempt's status (`full` if none succeeded).
+  /// Called when a send found the ring full: spins on the send side's budget, retrying the fast
+  /// path whenever the ring looks to have room. Returns the last attempt's status (`full` if none
+  /// succeeded).
   send_status send_spinning(T &v) noexcept {
-    std::uint32_t const budget = m_send_spin.load(std::memory_order_relaxed); // a tuning hint
-    for (std::uint32_t k = 0; k < budget; ++k) {
-      core::detail::cpu_pause();
-      if (room_hint()) {
-        send_status const status = send_fast(v);
-        if (status != send_status::full) {
-          adapt_spin(m_send_spin, budget, true);
-          return status;
-        }
-      }
-    }
-    adapt_spin(m_send_spin, budget, false);
-    return send_status::full;
+    send_status status = send_status::full;
+    spin(
+        m_send_spin, [this] { return room_hint(); },
+        [&] {
+          status = send_fast(v);
+          return status != send_status::full;
+        });
+    return status;
   }
 
   /// Called when a receive found the ring empty: as send_spinning. True if done (a value, or
   /// closed and drained).
   bool receive_spinning(std::optional<T> &out) noexcept {
-    std::uint32_t const budget = m_receive_spin.load(std::memory_order_relaxed); // a hint
-    for (std::uint32_t k = 0; k < budget; ++k) {
-      core::detail::cpu_pause();
-      if (value_hint() && receive_fast(out)) {
-        adapt_spin(m_receive_spin, budget, true);
-        return true;
-      }
-    }
-    adapt_spin(m_receive_spin, budget, false);
-    return false;
+    return spin(
+        m_receive_spin, [this] { return value_hint(); }, [&] { return receive_fast(out); });
   }
 
-  /// Doubles a spin budget after a spin that paid, halves it after one that did not (within
-  /// [spin_floor, spin_ceiling]); stores only a change, so that a steady state writes nothing.
-  static void adapt_spin(std::atomic<std::uint32_t> &budget, std::uint32_t was,
-                         bool paid) noexcept {
+  /// The spin of send_spinning and receive_spinning: pauses up to `budget` times, running
+  /// `attempt()` whenever `ready()` (a cheap look) says it may succeed; true once an attempt
+  /// did. Then doubles the budget if the spin paid, halves it if not (within [spin_floor,
+  /// spin_ceiling]), storing only a change, so that a steady state writes nothing.
+  template <typename Ready, typename Attempt>
+  static bool spin(std::atomic<std::uint32_t> &budget, Ready ready, Attempt attempt) noexcept {
+    std::uint32_t const was = budget.load(std::memory_order_relaxed); // a tuning hint
+    bool paid = false;
+    for (std::uint32_t k = 0; k < was && !paid; ++k) {
+      core::detail::cpu_pause();
+      paid = ready() && attempt();
+    }
     std::uint32_t const now =
         paid ? std::min(spin_ceiling, 2 * was) : std::max(spin_floor, was / 2);
     if (now != was) {
       budget.store(now, std::memory_order_relaxed); // a tuning hint: racing updates may be lost
     }
+    return paid;
   }
 
   /// Moves `v` into the ring if it has room: `sent`; `full` if `capacity` values are in it
