@@ -100,6 +100,14 @@ check mutex                      mutex.pml pass safety
 check mutex.BUG_RELEASE_FIRST    mutex.pml fail safety -DBUG_RELEASE_FIRST
 check mutex.BUG_NO_WAITERS_BIT   mutex.pml fail safety -DBUG_NO_WAITERS_BIT
 check mutex.BUG_FAST_IGNORES_LOCK mutex.pml fail safety -DBUG_FAST_IGNORES_LOCK
+#     and its revocable hand-off: a locker may take the mutex from an heir whose resumption
+#     job has not started (the heir goes back to the front of the queue), at most K times per wait
+check mutex_heir                      mutex_heir.pml pass safety
+check mutex_heir.K1                   mutex_heir.pml pass safety -DK=1
+check mutex_heir.BUG_REVOKE_NO_CAS    mutex_heir.pml fail safety -DBUG_REVOKE_NO_CAS
+check mutex_heir.BUG_HEIR_NOT_CLEARED mutex_heir.pml fail safety -DBUG_HEIR_NOT_CLEARED
+check mutex_heir.BUG_RESUBMIT_ALWAYS  mutex_heir.pml fail safety -DBUG_RESUBMIT_ALWAYS
+check mutex_heir.BUG_NO_REVOKE_HOLD   mutex_heir.pml fail safety -DBUG_NO_REVOKE_HOLD
 # (d) suspension: a resume that arrives before the suspension has finished (the phase CAS), and
 #     waiting on a primitive (park, then one CAS into the event's word or enqueue under the lock;
 #     set() takes the lone waiter by one CAS, or publishes and unlocks at once)

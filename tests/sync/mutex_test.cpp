@@ -8,8 +8,10 @@
 // cannot run until the holder lets go: locking the mutex again from a child it *called* (the
 // mutex is not recursive), or blocking its thread (not suspending) until a waiter has run.
 
+#include <atomic>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -234,6 +236,131 @@ TEST_P(mutex_test, blocking_lock_inside_a_task_throws_logic_error) {
 
 INSTANTIATE_TEST_SUITE_P(every_scheduler, mutex_test, ::testing::ValuesIn(all_schedulers()),
                          sched_name{});
+
+// ---- The revocable hand-off (docs/protocols.md §9.4). A lock that finds the mutex handed to a
+// task whose resumption has not started yet takes it instead (the heir queues again, at the head),
+// at most mutex::fairness_bound times per wait. The stage, on a two-worker pool: the root U holds
+// the mutex on worker A; W queues for it on worker B; then a blocker occupies B until released,
+// so W's resumption (queued on A by U's unlock) cannot start while U runs. What each test would
+// catch: a convoy (W served at once: strict hand-off), unbounded unfairness (W served late or
+// never), a revocation racing the heir's start (two owners: the order log breaks), an heir that
+// resumes owning a destroyed mutex (ASan), and a lost or doubled executor hold (the pool's
+// destructor hangs, or stops on its own check).
+
+struct handoff_stage {
+  std::unique_ptr<magpie::mutex> m = std::make_unique<magpie::mutex>();
+  std::atomic<int> blocker_running{0};
+  std::atomic<int> release_blocker{0};
+  std::vector<char> order; // guarded by m
+};
+
+task<int> lock_and_log(handoff_stage *s) {
+  try {
+    co_await s->m->lock();
+  } catch (magpie::abandoned_wait const &) {
+    co_return -1; // the mutex was destroyed first: touch nothing of it
+  }
+  s->order.push_back('W');
+  s->m->unlock();
+  co_return 1;
+}
+
+task<void> occupy_worker(handoff_stage *s) {
+  s->blocker_running.store(1);
+  if (!wait_for(s->release_blocker)) {
+    throw std::runtime_error("the blocker was never released");
+  }
+  co_return;
+}
+
+enum class stage_end { relock_loop, destroy_with_heir, destroy_with_revoked_heir };
+
+task<int> handoff_scene(magpie::pool *p, handoff_stage *s, stage_end how, int rounds) {
+  co_await s->m->lock();
+  auto w = magpie::spawn(*p, lock_and_log, s); // taken by worker B, where it queues
+  if (!wait_count([s] { return s->m->waiting(); }, 1)) {
+    throw std::runtime_error("W never queued");
+  }
+  auto x = magpie::spawn(*p, occupy_worker, s); // B runs it until released
+  if (!wait_for(s->blocker_running)) {
+    throw std::runtime_error("the blocker never started");
+  }
+  switch (how) {
+  case stage_end::relock_loop:
+    for (int i = 0; i < rounds; ++i) {
+      s->m->unlock();        // hands it to W, whose resumption waits behind us on A
+      co_await s->m->lock(); // revokes that, until the bound: then queues, and A runs W
+      s->order.push_back('U');
+    }
+    s->m->unlock();
+    break;
+  case stage_end::destroy_with_heir:
+    s->m->unlock(); // W is the heir; its resumption has not started
+    s->m.reset();   // so W never holds it: its lock throws abandoned_wait
+    break;
+  case stage_end::destroy_with_revoked_heir:
+    s->m->unlock();
+    co_await s->m->lock(); // revoked: W is queued again, its resumption still in flight
+    s->m.reset();          // held by us (fine); W's lock throws abandoned_wait
+    break;
+  }
+  s->release_blocker.store(1);
+  int const r = co_await w;
+  co_await x;
+  co_return r;
+}
+
+class mutex_handoff_test : public ::testing::TestWithParam<sched_kind> {
+protected:
+  std::unique_ptr<magpie::pool> make_pool() const {
+    if (GetParam() == sched_kind::busy) {
+      return std::make_unique<magpie::busy_pool>(2);
+    }
+    return std::make_unique<magpie::lazy_pool>(2);
+  }
+};
+
+TEST_P(mutex_handoff_test, a_relock_revokes_an_unstarted_handoff_at_most_fairness_bound_times) {
+  handoff_stage s;
+  int const rounds = static_cast<int>(magpie::mutex::fairness_bound) + 5;
+  {
+    auto p = make_pool();
+    EXPECT_EQ(magpie::sync_wait(*p, handoff_scene, p.get(), &s, stage_end::relock_loop, rounds), 1);
+  } // the pool's destructor: every hold ended
+  ASSERT_EQ(s.order.size(), static_cast<std::size_t>(rounds + 1));
+  std::vector<char> expected(static_cast<std::size_t>(rounds + 1), 'U');
+  expected[magpie::mutex::fairness_bound] = 'W'; // exactly the bound's sections went first
+  EXPECT_EQ(std::string(s.order.begin(), s.order.end()),
+            std::string(expected.begin(), expected.end()));
+  EXPECT_FALSE(s.m->is_locked());
+}
+
+TEST_P(mutex_handoff_test, destroyed_with_an_unstarted_heir_fails_its_wait) {
+  handoff_stage s;
+  {
+    auto p = make_pool();
+    EXPECT_EQ(magpie::sync_wait(*p, handoff_scene, p.get(), &s, stage_end::destroy_with_heir, 0),
+              -1);
+  }
+  EXPECT_TRUE(s.order.empty());
+}
+
+TEST_P(mutex_handoff_test, destroyed_with_a_revoked_heir_queued_fails_its_wait) {
+  handoff_stage s;
+  {
+    auto p = make_pool();
+    EXPECT_EQ(
+        magpie::sync_wait(*p, handoff_scene, p.get(), &s, stage_end::destroy_with_revoked_heir, 0),
+        -1);
+  }
+  EXPECT_TRUE(s.order.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(two_workers, mutex_handoff_test,
+                         ::testing::Values(sched_kind::busy, sched_kind::lazy),
+                         [](auto const &info) {
+                           return std::string(info.param == sched_kind::busy ? "busy" : "lazy");
+                         });
 
 TEST(mutex, try_lock_and_unlock) {
   magpie::mutex m;

@@ -7,11 +7,20 @@
 //     ...                                     // the critical section; may co_await anything
 //   }                                         // unlocked here, also when an exception leaves
 //
-// Policy: direct hand-off, FIFO. unlock() with tasks (or threads) queued passes ownership to the
-// oldest of them without ever marking the mutex free, so nobody can barge in between and no
-// waiter starves; only one waiter is woken per unlock (no thundering herd). A lock that finds the
-// mutex free and nobody queued takes it with one CAS and does not suspend.
-// Protocol and proof sketch: docs/protocols.md §9.4; model: docs/models/mutex.pml.
+// Policy: FIFO direct hand-off, revocable until the heir runs. unlock() with tasks (or threads)
+// queued passes ownership to the oldest of them without ever marking the mutex free, so no
+// fast-path lock can barge in; only one waiter is woken per unlock (no thundering herd). A lock
+// that finds the mutex free and nobody queued takes it with one CAS and does not suspend.
+//
+// A task handed the mutex is its *heir* until its resumption starts. A task of the same pool
+// that locks meanwhile takes the mutex back from the heir (which returns to the head of the
+// queue), at most `fairness_bound` times per wait; after that the hand-off stands. Without this,
+// a task that unlocks and locks again at once would queue behind a waiter that is not running
+// yet, and under contention every critical section would cost a suspension and a resumption (a
+// lock convoy: 25x slower at two workers than at one, bench/README.md). Plain threads (the
+// *_blocking forms) are handed the mutex directly and neither revoke nor are revoked.
+// Protocol and proof sketch: docs/protocols.md §9.4; models: docs/models/mutex.pml,
+// docs/models/mutex_heir.pml.
 
 #include <cstddef>
 #include <mutex>
@@ -27,7 +36,7 @@
 namespace magpie::sync {
 
 /// A mutual-exclusion lock for tasks (and, blocking, for plain threads), with FIFO direct
-/// hand-off (see the top of this file).
+/// hand-off, revocable until the heir runs (see the top of this file).
 ///
 /// Ownership is not tied to a thread: a task holding the mutex may move between workers (it
 /// resumes wherever it is woken), so the mutex records no owner, and unlock() may be called by
@@ -35,20 +44,53 @@ namespace magpie::sync {
 /// forever. Every member may be called concurrently from any thread or task.
 ///
 /// Destroying a mutex while tasks or threads wait for it makes their lock throw
-/// magpie::abandoned_wait (they never got it); destroying it while it is held is otherwise fine
-/// for the mutex, but the holder must not unlock it afterwards.
+/// magpie::abandoned_wait (they never got it) — including a task it was handed to whose
+/// resumption had not started; destroying it while it is held is otherwise fine for the mutex,
+/// but the holder must not unlock it afterwards.
 ///
 /// Cost: an uncontended lock or unlock is one CAS; a contended lock suspends the task (one park
-/// and, when its turn comes, one resubmission to its pool); a contended unlock takes a short
-/// internal spin lock and wakes exactly one waiter.
+/// and, when its turn comes, one resubmission to its pool) unless it revokes a hand-off (a short
+/// internal spin lock and two CASes, no suspension); a contended unlock takes the spin lock and
+/// wakes exactly one waiter.
 class mutex {
 public:
+  /// The bound on the mutex's unfairness: a task whose turn has come lets at most this many
+  /// critical sections of other tasks go first (see the top of this file).
+  static constexpr std::size_t fairness_bound = detail::permits::max_revocations;
+
   /// An unlocked mutex.
   mutex() noexcept = default;
   mutex(mutex const &) = delete;
   mutex &operator=(mutex const &) = delete;
   /// Releases every task and thread still waiting with magpie::abandoned_wait.
   ~mutex() = default;
+
+  /// The awaitables of lock() and scoped_lock(). Internal.
+  template <typename Derived>
+  struct lock_awaitable_base : detail::wait_awaitable<Derived> {
+    /// The mutex to lock.
+    mutex *m_mutex = nullptr;
+    /// Fast path, from await_ready: succeeds without suspending when it can
+    /// (sync/detail/waiter.hpp).
+    bool try_now() noexcept {
+      return m_mutex->m_permits.try_take() ||
+             m_mutex->m_permits.try_revoke(core::ext::worker_of(*this->m_frame).home());
+    }
+    /// Slow path, under the lock: succeeds now — the mutex was free, or handed to a task that has
+    /// not started yet, whose hand-off this revokes — (true), or queues `w` (false).
+    bool try_or_enqueue(detail::waiter &w) noexcept {
+      return m_mutex->m_permits.take_or_enqueue(w, /*may_revoke=*/true);
+    }
+  };
+
+  /// The awaitable of lock(). Internal.
+  struct lock_awaitable : lock_awaitable_base<lock_awaitable> {};
+
+  /// The awaitable of scoped_lock(): lock, then hand the lock to a guard. Internal.
+  struct guard_awaitable : lock_awaitable_base<guard_awaitable> {
+    /// What the co_await returns.
+    unique_guard<mutex> resume_value() const noexcept { return {*m_mutex, std::adopt_lock}; }
+  };
 
   /// What lock() returns; co_await it in a magpie task.
   struct [[nodiscard("co_await it")]] lock_request {
@@ -57,27 +99,12 @@ public:
     /// The mutex to lock.
     mutex *m_mutex;
     /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
-    detail::take_awaitable magpie_bind(core::frame_base &self) && {
-      detail::take_awaitable a;
-      a.m_permits = &m_mutex->m_permits;
+    lock_awaitable magpie_bind(core::frame_base &self) && {
+      lock_awaitable a;
+      a.m_mutex = m_mutex;
       detail::bind_waiter(a, self);
       return a;
     }
-  };
-
-  /// The awaitable of scoped_lock(): lock, then hand the lock to a guard. Internal.
-  struct guard_awaitable : detail::wait_awaitable<guard_awaitable> {
-    /// The mutex to lock.
-    mutex *m_mutex = nullptr;
-    /// Fast path, from await_ready: succeeds without suspending when it can
-    /// (sync/detail/waiter.hpp).
-    bool try_now() noexcept { return m_mutex->m_permits.try_take(); }
-    /// Slow path, under the lock: succeeds now (true), or queues `w` to be resumed later (false).
-    bool try_or_enqueue(detail::waiter &w) noexcept {
-      return m_mutex->m_permits.take_or_enqueue(w);
-    }
-    /// What the co_await returns.
-    unique_guard<mutex> resume_value() const noexcept { return {*m_mutex, std::adopt_lock}; }
   };
 
   /// What scoped_lock() returns; co_await it in a magpie task.
@@ -99,7 +126,8 @@ public:
   /// worker runs other work). Pair it with unlock(), or prefer scoped_lock(). Throws
   /// magpie::abandoned_wait if the mutex is destroyed first, std::logic_error (nothing waited)
   /// inside an unjoined fork–join scope, magpie::pool_closed on a pool being destroyed with
-  /// nothing left to run. Waiters are served in FIFO order.
+  /// nothing left to run. Waiters are served in FIFO order, each overtaken by at most
+  /// fairness_bound critical sections after its turn has come.
   lock_request lock() noexcept { return {this}; }
 
   /// `auto guard = co_await m.scoped_lock()`: as lock(), returning a unique_guard that unlocks.
@@ -109,12 +137,12 @@ public:
   /// Any thread or task.
   bool try_lock() noexcept { return m_permits.try_take(); }
 
-  /// Releases the mutex: hands it to the oldest waiter if any (which then holds it), else frees
-  /// it. Any thread or task; never blocks beyond a short internal lock. Everything the holder did
-  /// is visible to the next holder. Precondition (checked, always: the program stops with a
-  /// message): the mutex is locked.
+  /// Releases the mutex: hands it to the oldest waiter if any (which then holds it, unless a
+  /// lock revokes the hand-off before the waiter runs), else frees it. Any thread or task; never
+  /// blocks beyond a short internal lock. Everything the holder did is visible to the next holder.
+  /// Precondition (checked, always: the program stops with a message): the mutex is locked.
   void unlock() noexcept {
-    m_permits.give(1, [](std::size_t free, std::size_t) {
+    m_permits.give_one([](std::size_t free, std::size_t) {
       MAGPIE_CHECK(free == 0, "magpie::mutex::unlock: the mutex is not locked (unlocked twice?)");
     });
   }

@@ -12,6 +12,16 @@
 // Direct hand-off: give() with waiters queued passes each permit to the oldest waiter (popped
 // under the lock, woken after it) instead of adding it to the count; the count never goes up while
 // anybody waits, so a late-comer's fast path cannot barge past a queued waiter.
+//
+// Revocable hand-off (the mutex only: give_one, take_or_enqueue(w, true)): a task handed the
+// permit is the *heir* until its resumption job starts. A task of the same executor that locks
+// meanwhile may revoke the hand-off — it takes the permit, the heir goes back to the head of the
+// queue — at most max_revocations times per wait. This ends the lock convoy of strict hand-off (a
+// holder that unlocks and locks again at once no longer queues behind a waiter that has not even
+// started running). The heir's state lives in its waiter (heir_state), is changed only by CAS
+// (its job against a revoker or a destructor), and the heir's job clears m_heir under the lock
+// before the task runs, so nobody reads a waiter whose task has gone on. docs/protocols.md §9.4,
+// docs/models/mutex_heir.pml.
 
 #include <atomic>
 #include <cstddef>
@@ -40,6 +50,24 @@ inline void hand_to_all(waiter *w) noexcept {
   }
 }
 
+/// The states of a task waiter's hand-off from a mutex (waiter::m_heir_state). "In flight": the
+/// task's resumption job is queued or about to be; the job (heir_run) moves the state back to idle
+/// with a CAS and then acts on what it found. "Hold": the executor hold a parked task needs, which
+/// a resubmission ends (core::executor::hold).
+enum heir_state : std::uint8_t {
+  heir_idle = 0,    ///< no job in flight (queued, or never handed)
+  heir_handed,      ///< handed the mutex; job in flight; no hold (the resubmission ended it)
+  heir_handed_held, ///< handed the mutex; job in flight; one hold, which the job ends
+  heir_revoked,     ///< back in the queue; job in flight, which does nothing; one hold (its own)
+  heir_failed,      ///< the mutex was destroyed: the wait throws abandoned_wait; job in flight
+  heir_failed_held, ///< as heir_failed, with one hold, which the job ends
+};
+
+/// A waiter's heir state, atomically (std::atomic_ref over the plain byte).
+inline std::atomic_ref<std::uint8_t> heir_state_of(waiter &w) noexcept {
+  return std::atomic_ref<std::uint8_t>(w.m_heir_state);
+}
+
 /// True if the calling thread runs a magpie task (a worker, or a sync_wait thread inside its
 /// task). Blocking forms (lock_blocking …) refuse to run there: they would block the worker.
 inline bool on_worker_thread() noexcept { return core::this_context() != nullptr; }
@@ -56,8 +84,44 @@ public:
   permits(permits const &) = delete;
   permits &operator=(permits const &) = delete;
 
-  /// Fails every queued waiter with abandoned_wait (the owner is being destroyed).
-  ~permits() { release_all(m_waiters.take_all(), std::make_exception_ptr(abandoned_wait())); }
+  /// How many times one wait's hand-off may be revoked (the bound on a mutex's unfairness: a
+  /// waiter handed the mutex lets at most this many critical sections of others go first).
+  static constexpr std::uint8_t max_revocations = 32;
+
+  /// Fails every waiter with abandoned_wait (the owner is being destroyed): the queued ones, and
+  /// an heir whose job has not started (it never ran holding the mutex).
+  ~permits() {
+    m_word.lock();
+    unsigned spins = 0;
+    while (waiter *const h = heir()) {
+      std::uint8_t st = heir_state_of(*h).load(std::memory_order_relaxed);
+      // relaxed: the job learns only that it lost; it reads nothing else of ours.
+      if (st != heir_idle &&
+          heir_state_of(*h).compare_exchange_strong(
+              st, st == heir_handed ? heir_failed : heir_failed_held, std::memory_order_relaxed)) {
+        set_heir(nullptr);
+        break;
+      }
+      // Its job has begun (idle): it clears m_heir under the lock before the task runs. Wait
+      // for that — a few instructions of a running thread.
+      m_word.unlock();
+      spin_pause(spins);
+      m_word.lock();
+    }
+    waiter *w = m_waiters.take_all();
+    m_word.unlock();
+    std::exception_ptr const abandoned = std::make_exception_ptr(abandoned_wait());
+    while (w != nullptr) {
+      waiter *next = w->m_next_waiter; // read first: the released waiter may be gone at once
+      std::uint8_t s = heir_revoked;
+      // A revoked heir's job is still in flight: turn it into the failure (relaxed, as above).
+      if (!w->m_task || !heir_state_of(*w).compare_exchange_strong(s, heir_failed_held,
+                                                                   std::memory_order_relaxed)) {
+        release(w, abandoned);
+      }
+      w = next;
+    }
+  }
 
   /// Takes one permit if one is free and nobody waits. Never spurious: if the lock is held by
   /// someone else, decides under it.
@@ -81,11 +145,18 @@ public:
   }
 
   /// Under the lock: takes one permit (true), or queues `w` (false). After false, `w` belongs to
-  /// the queue: a giver may hand it a permit and wake it as soon as the lock is released.
-  bool take_or_enqueue(waiter &w) noexcept {
+  /// the queue: a giver may hand it a permit and wake it as soon as the lock is released. With
+  /// `may_revoke` (a mutex's own lock, not a condition variable's move), a task `w` may also take
+  /// the permit from an heir of its own executor (true; see the top of this file).
+  bool take_or_enqueue(waiter &w, bool may_revoke = false) noexcept {
     word_t const v = m_word.lock();
     if (v >= one) {
       m_word.unlock_with([](word_t cur) { return cur - one; });
+      return true;
+    }
+    if (may_revoke && w.m_task && heir() != nullptr && revoke_heir(w.m_task.home())) {
+      // release (in unlock_with): the requeued heir and the waiters bit, as below.
+      m_word.unlock_with([](word_t cur) { return cur | waiters_bit; });
       return true;
     }
     m_waiters.push(&w);
@@ -132,6 +203,82 @@ public:
     hand_to_all(head); // point of no return for each; we touch nothing of the primitive now
   }
 
+  /// For a mutex's lock before it parks (`mine`: the locking task's executor): takes the permit
+  /// from an heir of `mine` whose job has not started, as take_or_enqueue would; false (having
+  /// changed nothing) if there is no such heir or no permit comes of it.
+  bool try_revoke(core::executor *mine) noexcept {
+    if (heir() == nullptr) {
+      return false; // the common case: no lock taken
+    }
+    word_t const v = m_word.lock();
+    if (v >= one) { // freed meanwhile
+      m_word.unlock_with([](word_t cur) { return cur - one; });
+      return true;
+    }
+    if (heir() != nullptr && revoke_heir(mine)) {
+      // release (in unlock_with): the requeued heir and the waiters bit (to the next holder).
+      m_word.unlock_with([](word_t cur) { return cur | waiters_bit; });
+      return true;
+    }
+    m_word.unlock();
+    return false;
+  }
+
+  /// give(1) for a mutex: hands the permit to the oldest waiter as give() does, but a task
+  /// waiter becomes the revocable heir (unless its revocations are used up) and is resumed
+  /// through heir_run. Same contract as give().
+  template <typename Check>
+  void give_one(Check check) noexcept {
+    word_t s = m_word.load(std::memory_order_relaxed);
+    while ((s & (lock_word::locked | waiters_bit)) == 0) {
+      check(static_cast<std::size_t>(s / one), 1);
+      // release: as in give().
+      if (m_word.word().compare_exchange_weak(s, s + one, std::memory_order_release,
+                                              std::memory_order_relaxed)) {
+        return;
+      }
+    }
+    word_t const v = m_word.lock();
+    check(static_cast<std::size_t>(v / one), 1);
+    waiter *const w = m_waiters.pop();
+    if (w == nullptr) {
+      m_word.unlock_with([](word_t cur) { return cur + one; });
+      return;
+    }
+    bool const still_waiting = !m_waiters.empty();
+    bool const is_task = static_cast<bool>(w->m_task); // read now: w may be gone after unlock_with
+    bool resubmit = true;
+    if (is_task) {
+      std::uint8_t s = heir_revoked;
+      // A revoked heir whose job has not run yet: hand it the permit again, and its job (still in
+      // flight) resumes it, ending the hold its revoker took. release: our section → the job's
+      // acquiring CAS. Else it is idle (no job in flight; only its job moves it off revoked);
+      // acquire: that job's last touch of the waiter happens-before our reuse of it.
+      if (heir_state_of(*w).compare_exchange_strong(s, heir_handed_held, std::memory_order_release,
+                                                    std::memory_order_acquire)) {
+        resubmit = false;
+      } else {
+        w->m_run = &heir_run; // nothing else reads these until the resubmission below
+        w->m_slot = this;
+        // release: as above (the resubmission orders it too).
+        heir_state_of(*w).store(heir_handed, std::memory_order_release);
+      }
+      if (w->m_revocations < max_revocations) {
+        set_heir(w);
+      }
+    }
+    // release (in unlock_with): as in give().
+    m_word.unlock_with([&](word_t cur) {
+      word_t const c = cur & ~waiters_bit;
+      return still_waiting ? (c | waiters_bit) : c;
+    });
+    if (!is_task) {
+      hand_to(w); // a blocked thread: notified
+    } else if (resubmit) {
+      w->wake(); // point of no return (a revoker may already have requeued it: its job is a no-op)
+    }
+  }
+
   /// Free permits now (a snapshot).
   std::size_t count() const noexcept {
     return static_cast<std::size_t>(m_word.load(std::memory_order_relaxed) / one); // snapshot
@@ -146,8 +293,89 @@ public:
   }
 
 private:
+  /// Under the lock, with an heir and no permit free: takes the permit from the heir for a task
+  /// of `mine` if the heir is a task of that executor whose job has not started; the heir goes
+  /// back to the head of the queue. True if it did.
+  bool revoke_heir(core::executor *mine) noexcept {
+    waiter *const h = heir();
+    core::executor *const home = h->m_task.home();
+    if (home != mine) {
+      return false; // another executor: queue (a hold there would be costly)
+    }
+    // relaxed: only the job moves a handed state (to idle), and it reads nothing we write here
+    // but the state itself; the permit's history reaches us through the internal lock.
+    std::uint8_t s = heir_state_of(*h).load(std::memory_order_relaxed);
+    if (s == heir_handed) {
+      // Parked again once revoked, the heir needs a hold (its resubmission ended the last one).
+      try {
+        home->hold();
+      } catch (...) { // the executor is closing: let the hand-off stand
+        return false;
+      }
+    } else if (s != heir_handed_held) {
+      return false; // idle: its job has begun, the heir owns the mutex now
+    }
+    std::uint8_t const seen = s;
+    if (!heir_state_of(*h).compare_exchange_strong(s, heir_revoked, std::memory_order_relaxed)) {
+      if (seen == heir_handed) {
+        home->unhold(); // its job won the race: undo our hold
+      }
+      return false;
+    }
+    ++h->m_revocations;
+    set_heir(nullptr);
+    m_waiters.push_front(h);
+    return true;
+  }
+
+  /// An heir's job is running: forget it (under the lock), so that no revoker reads its waiter
+  /// once the task goes on.
+  void forget_heir(waiter *w) noexcept {
+    m_word.lock();
+    if (heir() == w) {
+      set_heir(nullptr);
+    }
+    m_word.unlock();
+  }
+
+  /// The resumption job of a task handed the mutex by give_one (it replaces waiter::run).
+  static void heir_run(core::job *j, core::context &worker) noexcept {
+    auto *const w = static_cast<waiter *>(j);
+    // acquire: the giver's section before its state change. release: the executor's reads of
+    // this job (m_run, m_next) before a giver that sees idle reuses it. The CAS settles the race
+    // with a revoker or a destructor, who change the state only while it is handed.
+    std::uint8_t s = heir_state_of(*w).load(std::memory_order_acquire);
+    while (!heir_state_of(*w).compare_exchange_weak(s, heir_idle, std::memory_order_acq_rel,
+                                                    std::memory_order_acquire)) {
+    }
+    switch (s) {
+    case heir_revoked:
+      return; // a locker took the mutex meanwhile: we are queued again, parked, with a hold
+    case heir_handed:
+    case heir_handed_held:
+      static_cast<permits *>(w->m_slot)->forget_heir(w); // the mutex is ours: it is alive
+      break;
+    case heir_failed:
+    case heir_failed_held:
+      w->m_error = std::make_exception_ptr(abandoned_wait()); // the mutex is gone: touch nothing
+      break;
+    default: // idle: woken by a plain release (a destructor's failure of a queued waiter)
+      break;
+    }
+    if (s == heir_handed_held || s == heir_failed_held) {
+      w->m_task.home()->unhold();
+    }
+    core::ext::resume(w->m_task, worker);
+  }
+
   lock_word m_word;
   waiter_queue m_waiters; // guarded by the lock
+  /// The revocable heir, if any (give_one). Written under the lock; read under it, or outside
+  /// it as a hint (try_revoke).
+  std::atomic<waiter *> m_heir{nullptr};
+  // relaxed: under the lock, which orders it; outside, a hint decided under the lock.
+  waiter *heir() const noexcept { return m_heir.load(std::memory_order_relaxed); }
+  void set_heir(waiter *w) noexcept { m_heir.store(w, std::memory_order_relaxed); }
 };
 
 /// The awaitable of a take from `permits`: never suspends if a permit is free. For the requests

@@ -27,6 +27,7 @@
 
 #include <coroutine>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <stdexcept>
 #include <utility>
@@ -41,17 +42,24 @@ namespace magpie::sync::detail {
 
 /// One suspended task in a primitive's queue. Lives in the task's frame (inside its awaitable).
 struct waiter : core::job {
-  waiter *m_next_waiter = nullptr;              ///< the primitive's FIFO link
-  core::ext::task_handle m_task;                ///< the parked task
-  std::exception_ptr m_error;                   ///< thrown from the co_await if set by fail()
-  std::size_t m_worker = core::ext::any_worker; ///< where to resume (set before wake)
+  waiter *m_next_waiter = nullptr; ///< the primitive's FIFO link
+  core::ext::task_handle m_task;   ///< the parked task
+  std::exception_ptr m_error;      ///< thrown from the co_await if set by fail()
   void *m_slot = nullptr; ///< primitive-defined: e.g. where a channel puts the received value
+  /// Marks m_worker as "any worker" (32 bits keep the waiter at eight words with the two bytes
+  /// below; a pool has far fewer workers).
+  static constexpr std::uint32_t no_worker = ~std::uint32_t{0};
+  std::uint32_t m_worker = no_worker; ///< where to resume (set before wake); no_worker: any
+  /// A mutex's revocable hand-off (permits.hpp, heir_state): accessed through std::atomic_ref
+  /// (a plain byte keeps the awaitable movable, which a request's magpie_bind needs).
+  std::uint8_t m_heir_state = 0;
+  std::uint8_t m_revocations = 0; ///< times this wait's hand-off was revoked (permits.hpp)
 
   /// Resubmits the task to its pool. Any thread; never blocks. Point of no return: from here on
   /// the task may run, and this waiter (in its frame) may be gone — touch nothing of it after.
   void wake() noexcept {
     core::executor *home = m_task.home();
-    home->resubmit(this, m_worker);
+    home->resubmit(this, m_worker == no_worker ? core::ext::any_worker : m_worker);
   }
 
   /// Wakes the task so that its co_await throws `e`.
@@ -72,6 +80,9 @@ struct waiter : core::job {
   }
 };
 
+static_assert(sizeof(waiter) <= 8 * sizeof(void *),
+              "a waiter is eight words (parked tasks stay small)");
+
 /// An intrusive FIFO of waiters. Not thread-safe: guarded by its primitive's lock.
 class waiter_queue {
 public:
@@ -90,6 +101,16 @@ public:
       m_tail->m_next_waiter = w;
     }
     m_tail = w;
+    ++m_size;
+  }
+
+  /// Queues `w` ahead of every other waiter (a mutex's revoked heir goes back to the head).
+  void push_front(waiter *w) noexcept {
+    w->m_next_waiter = m_head;
+    m_head = w;
+    if (m_tail == nullptr) {
+      m_tail = w;
+    }
     ++m_size;
   }
 
