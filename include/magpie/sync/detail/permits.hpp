@@ -110,7 +110,8 @@ public:
     }
     waiter *w = m_waiters.take_all();
     m_word.unlock();
-    std::exception_ptr const abandoned = std::make_exception_ptr(abandoned_wait());
+    std::exception_ptr const abandoned =
+        w != nullptr ? std::make_exception_ptr(abandoned_wait()) : nullptr; // none: no allocation
     while (w != nullptr) {
       waiter *next = w->m_next_waiter; // read first: the released waiter may be gone at once
       std::uint8_t s = heir_revoked;
