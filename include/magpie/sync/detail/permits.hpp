@@ -63,10 +63,52 @@ enum heir_state : std::uint8_t {
   heir_failed_held, ///< as heir_failed, with one hold, which the job ends
 };
 
-/// A waiter's heir state, atomically (std::atomic_ref over the plain byte).
-inline std::atomic_ref<std::uint8_t> heir_state_of(waiter &w) noexcept {
-  return std::atomic_ref<std::uint8_t>(w.m_heir_state);
-}
+/// Atomic access to a waiter's heir state byte, shaped like std::atomic_ref (which libc++ 16
+/// lacks): the GCC/Clang __atomic builtins on the plain byte.
+class heir_state_ref {
+public:
+  explicit heir_state_ref(std::uint8_t &b) noexcept : m_byte(&b) {}
+  std::uint8_t load(std::memory_order o) const noexcept {
+    return __atomic_load_n(m_byte, order(o));
+  }
+  void store(std::uint8_t v, std::memory_order o) noexcept {
+    __atomic_store_n(m_byte, v, order(o));
+  }
+  bool compare_exchange_strong(std::uint8_t &expected, std::uint8_t desired,
+                               std::memory_order success, std::memory_order failure) noexcept {
+    return __atomic_compare_exchange_n(m_byte, &expected, desired, false, order(success),
+                                       order(failure));
+  }
+  bool compare_exchange_strong(std::uint8_t &expected, std::uint8_t desired,
+                               std::memory_order o) noexcept {
+    return compare_exchange_strong(expected, desired, o, o); // callers pass relaxed only
+  }
+  bool compare_exchange_weak(std::uint8_t &expected, std::uint8_t desired,
+                             std::memory_order success, std::memory_order failure) noexcept {
+    return __atomic_compare_exchange_n(m_byte, &expected, desired, true, order(success),
+                                       order(failure));
+  }
+
+private:
+  static constexpr int order(std::memory_order o) noexcept {
+    switch (o) {
+    case std::memory_order_relaxed:
+      return __ATOMIC_RELAXED;
+    case std::memory_order_acquire:
+      return __ATOMIC_ACQUIRE;
+    case std::memory_order_release:
+      return __ATOMIC_RELEASE;
+    case std::memory_order_acq_rel:
+      return __ATOMIC_ACQ_REL;
+    default:
+      return __ATOMIC_SEQ_CST;
+    }
+  }
+  std::uint8_t *m_byte;
+};
+
+/// A waiter's heir state, atomically.
+inline heir_state_ref heir_state_of(waiter &w) noexcept { return heir_state_ref(w.m_heir_state); }
 
 /// True if the calling thread runs a magpie task (a worker, or a sync_wait thread inside its
 /// task). Blocking forms (lock_blocking …) refuse to run there: they would block the worker.

@@ -50,8 +50,9 @@ struct waiter : core::job {
   /// below; a pool has far fewer workers).
   static constexpr std::uint32_t no_worker = ~std::uint32_t{0};
   std::uint32_t m_worker = no_worker; ///< where to resume (set before wake); no_worker: any
-  /// A mutex's revocable hand-off (permits.hpp, heir_state): accessed through std::atomic_ref
-  /// (a plain byte keeps the awaitable movable, which a request's magpie_bind needs).
+  /// A mutex's revocable hand-off (permits.hpp, heir_state): accessed atomically through
+  /// heir_state_ref (a plain byte keeps the awaitable movable, which a request's magpie_bind
+  /// needs).
   std::uint8_t m_heir_state = 0;
   std::uint8_t m_revocations = 0; ///< times this wait's hand-off was revoked (permits.hpp)
 
