@@ -28,6 +28,11 @@
  *      handed the mutex are popped in non-decreasing ticket order (a revoked heir is popped again
  *      with the same ticket), and a revoked heir has the ticket of the last pop (it is the waiter
  *      just handed the mutex, put back at the front).
+ *   8. The destructor knows every job that will touch the mutex: a job that finds its task handed
+ *      finds heir == w under the internal lock (asserted), also after the last revocation the
+ *      bound allows (then the heir is irrevocable but still registered). The destructor fails
+ *      only `heir` and the queued waiters, so an unregistered pending hand-off would reach the
+ *      freed mutex in its job.
  *
  * Scope: N = 3 tasks x ROUNDS = 2 lock/unlock rounds, K = 2 (tests/models/run_models.sh also
  * runs -DK=1). K = 2 is needed for coverage: a HANDED_HELD heir exists only after a revocation
@@ -57,7 +62,7 @@
  * Variants (each must FAIL; tests/models/run_models.sh checks it):
  *   -DBUG_REVOKE_NO_CAS     the revoker writes REVOKED with a plain store after reading HANDED: the
  *                           heir's job may have started in between (two owners; the first symptom
- *                           spin meets: the heir resumes carrying the revoker's hold)
+ *                           spin meets: the job, having won, finds `heir` cleared by the revoker)
  *   -DBUG_HEIR_NOT_CLEARED  the job does not clear `heir` before resuming its task: a later locker
  *                           reads the state of a task that has resumed (property 4)
  *   -DBUG_RESUBMIT_ALWAYS   unlock resubmits even when its CAS REVOKED -> HANDED_HELD succeeded:
@@ -66,6 +71,9 @@
  *                           extra resubmission touches it: property 4)
  *   -DBUG_NO_REVOKE_HOLD    the revoker takes no hold for a HANDED heir: the task is parked again
  *                           without a hold (property 3)
+ *   -DBUG_EXHAUSTED_HEIR_UNTRACKED  a hand-off after the K-th revocation does not set `heir` (the
+ *                           first version of the code did; a destroyed mutex was then touched by
+ *                           the job): property 8
  */
 
 #define N 3
@@ -169,6 +177,7 @@ end_idle:
          if
          :: ok ->
            internal_lock();
+           assert(heir == w); /* property 8 */
 #ifndef BUG_HEIR_NOT_CLEARED
            if
            :: heir == w -> heir = NONE
@@ -322,10 +331,14 @@ proctype task(byte me) {
         :: qlen == 0 -> wb = 0
         :: else -> skip
         fi;
+#ifdef BUG_EXHAUSTED_HEIR_UNTRACKED
         if
         :: revs[w] < K -> heir = w
-        :: else -> skip      /* irrevocable */
+        :: else -> skip
         fi;
+#else
+        heir = w; /* irrevocable once revs[w] == K (the revoker checks), but registered */
+#endif
         atomic {
           assert(running[w] == 0);
           if

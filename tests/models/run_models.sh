@@ -108,6 +108,7 @@ check mutex_heir.BUG_REVOKE_NO_CAS    mutex_heir.pml fail safety -DBUG_REVOKE_NO
 check mutex_heir.BUG_HEIR_NOT_CLEARED mutex_heir.pml fail safety -DBUG_HEIR_NOT_CLEARED
 check mutex_heir.BUG_RESUBMIT_ALWAYS  mutex_heir.pml fail safety -DBUG_RESUBMIT_ALWAYS
 check mutex_heir.BUG_NO_REVOKE_HOLD   mutex_heir.pml fail safety -DBUG_NO_REVOKE_HOLD
+check mutex_heir.BUG_EXHAUSTED_HEIR_UNTRACKED mutex_heir.pml fail safety -DBUG_EXHAUSTED_HEIR_UNTRACKED
 # (d) suspension: a resume that arrives before the suspension has finished (the phase CAS), and
 #     waiting on a primitive (park, then one CAS into the event's word or enqueue under the lock;
 #     set() takes the lone waiter by one CAS, or publishes and unlocks at once)

@@ -273,7 +273,12 @@ task<void> occupy_worker(handoff_stage *s) {
   co_return;
 }
 
-enum class stage_end { relock_loop, destroy_with_heir, destroy_with_revoked_heir };
+enum class stage_end {
+  relock_loop,
+  destroy_with_heir,
+  destroy_with_revoked_heir,
+  destroy_with_exhausted_heir
+};
 
 task<int> handoff_scene(magpie::pool *p, handoff_stage *s, stage_end how, int rounds) {
   co_await s->m->lock();
@@ -302,6 +307,14 @@ task<int> handoff_scene(magpie::pool *p, handoff_stage *s, stage_end how, int ro
     s->m->unlock();
     co_await s->m->lock(); // revoked: W is queued again, its resumption still in flight
     s->m.reset();          // held by us (fine); W's lock throws abandoned_wait
+    break;
+  case stage_end::destroy_with_exhausted_heir:
+    for (std::size_t i = 0; i < magpie::mutex::fairness_bound; ++i) {
+      s->m->unlock();
+      co_await s->m->lock(); // revokes W's hand-off: its revocations are used up after the loop
+    }
+    s->m->unlock(); // W is handed the mutex for good; its resumption has not started
+    s->m.reset();   // so W never holds it: its lock throws abandoned_wait
     break;
   }
   s->release_blocker.store(1);
@@ -352,6 +365,17 @@ TEST_P(mutex_handoff_test, destroyed_with_a_revoked_heir_queued_fails_its_wait) 
     EXPECT_EQ(
         magpie::sync_wait(*p, handoff_scene, p.get(), &s, stage_end::destroy_with_revoked_heir, 0),
         -1);
+  }
+  EXPECT_TRUE(s.order.empty());
+}
+
+TEST_P(mutex_handoff_test, destroyed_with_an_unstarted_heir_past_the_bound_fails_its_wait) {
+  handoff_stage s;
+  {
+    auto p = make_pool();
+    EXPECT_EQ(magpie::sync_wait(*p, handoff_scene, p.get(), &s,
+                                stage_end::destroy_with_exhausted_heir, 0),
+              -1);
   }
   EXPECT_TRUE(s.order.empty());
 }

@@ -150,20 +150,22 @@ public:
       spin_pause(spins);
       m_word.lock();
     }
-    waiter *w = m_waiters.take_all();
+    waiter *const w = m_waiters.take_all();
     m_word.unlock();
-    std::exception_ptr const abandoned =
-        w != nullptr ? std::make_exception_ptr(abandoned_wait()) : nullptr; // none: no allocation
-    while (w != nullptr) {
-      waiter *next = w->m_next_waiter; // read first: the released waiter may be gone at once
-      std::uint8_t s = heir_revoked;
-      // A revoked heir's job is still in flight: turn it into the failure (relaxed, as above).
-      if (!w->m_task || !heir_state_of(*w).compare_exchange_strong(s, heir_failed_held,
-                                                                   std::memory_order_relaxed)) {
-        release(w, abandoned);
-      }
-      w = next;
+    if (w == nullptr) {
+      return; // nobody waits: no exception made (it allocates)
     }
+    std::exception_ptr const abandoned = std::make_exception_ptr(abandoned_wait());
+    waiter *const rest = w->m_next_waiter; // read first: a released waiter may be gone at once
+    // A revoked heir is queued only at the head (it went back to the front, and no hand-off, so
+    // no other heir, happens while it is queued). Its job is in flight: turn that into the
+    // failure (relaxed, as above) instead of waking it a second time.
+    std::uint8_t s = heir_revoked;
+    if (!w->m_task || !heir_state_of(*w).compare_exchange_strong(s, heir_failed_held,
+                                                                 std::memory_order_relaxed)) {
+      release(w, abandoned);
+    }
+    release_all(rest, abandoned);
   }
 
   /// Takes one permit if one is free and nobody waits. Never spurious: if the lock is held by
@@ -192,14 +194,7 @@ public:
   /// `may_revoke` (a mutex's own lock, not a condition variable's move), a task `w` may also take
   /// the permit from an heir of its own executor (true; see the top of this file).
   bool take_or_enqueue(waiter &w, bool may_revoke = false) noexcept {
-    word_t const v = m_word.lock();
-    if (v >= one) {
-      m_word.unlock_with([](word_t cur) { return cur - one; });
-      return true;
-    }
-    if (may_revoke && w.m_task && heir() != nullptr && revoke_heir(w.m_task.home())) {
-      // release (in unlock_with): the requeued heir and the waiters bit, as below.
-      m_word.unlock_with([](word_t cur) { return cur | waiters_bit; });
+    if (take_locked(m_word.lock(), may_revoke && w.m_task ? w.m_task.home() : nullptr)) {
       return true;
     }
     m_waiters.push(&w);
@@ -215,15 +210,8 @@ public:
   /// unlock_with): a woken waiter may destroy the primitive at once.
   template <typename Check>
   void give(std::size_t n, Check check) noexcept {
-    word_t s = m_word.load(std::memory_order_relaxed);
-    while ((s & (lock_word::locked | waiters_bit)) == 0) {
-      check(static_cast<std::size_t>(s / one), n);
-      // release: what the giver did before give() → whoever takes these permits (acquire).
-      if (m_word.word().compare_exchange_weak(s, s + static_cast<word_t>(n) * one,
-                                              std::memory_order_release,
-                                              std::memory_order_relaxed)) {
-        return;
-      }
+    if (give_fast(n, check)) {
+      return;
     }
     word_t const v = m_word.lock(); // waiters queued, or someone holds the lock
     check(static_cast<std::size_t>(v / one), n);
@@ -253,33 +241,20 @@ public:
     if (heir() == nullptr) {
       return false; // the common case: no lock taken
     }
-    word_t const v = m_word.lock();
-    if (v >= one) { // freed meanwhile
-      m_word.unlock_with([](word_t cur) { return cur - one; });
-      return true;
-    }
-    if (heir() != nullptr && revoke_heir(mine)) {
-      // release (in unlock_with): the requeued heir and the waiters bit (to the next holder).
-      m_word.unlock_with([](word_t cur) { return cur | waiters_bit; });
-      return true;
+    if (take_locked(m_word.lock(), mine)) {
+      return true; // freed meanwhile, or revoked
     }
     m_word.unlock();
     return false;
   }
 
   /// give(1) for a mutex: hands the permit to the oldest waiter as give() does, but a task
-  /// waiter becomes the revocable heir (unless its revocations are used up) and is resumed
+  /// waiter becomes the heir (revocable unless its revocations are used up) and is resumed
   /// through heir_run. Same contract as give().
   template <typename Check>
   void give_one(Check check) noexcept {
-    word_t s = m_word.load(std::memory_order_relaxed);
-    while ((s & (lock_word::locked | waiters_bit)) == 0) {
-      check(static_cast<std::size_t>(s / one), 1);
-      // release: as in give().
-      if (m_word.word().compare_exchange_weak(s, s + one, std::memory_order_release,
-                                              std::memory_order_relaxed)) {
-        return;
-      }
+    if (give_fast(1, check)) {
+      return;
     }
     word_t const v = m_word.lock();
     check(static_cast<std::size_t>(v / one), 1);
@@ -306,9 +281,9 @@ public:
         // release: as above (the resubmission orders it too).
         heir_state_of(*w).store(heir_handed, std::memory_order_release);
       }
-      if (w->m_revocations < max_revocations) {
-        set_heir(w);
-      }
+      // The heir even past the bound (then revoke_heir declines): its job touches us in
+      // forget_heir, so the destructor must know of it.
+      set_heir(w);
     }
     // release (in unlock_with): as in give().
     m_word.unlock_with([&](word_t cur) {
@@ -336,14 +311,47 @@ public:
   }
 
 private:
+  /// give()'s fast path: adds `n` permits by one CAS if nobody waits and the lock is free (true);
+  /// false if the caller must decide under the lock.
+  template <typename Check>
+  bool give_fast(std::size_t n, Check &check) noexcept {
+    word_t s = m_word.load(std::memory_order_relaxed);
+    while ((s & (lock_word::locked | waiters_bit)) == 0) {
+      check(static_cast<std::size_t>(s / one), n);
+      // release: what the giver did before give() → whoever takes these permits (acquire).
+      if (m_word.word().compare_exchange_weak(s, s + static_cast<word_t>(n) * one,
+                                              std::memory_order_release,
+                                              std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// Under the lock (`v`: the word lock() returned): takes a free permit, or, for a task of
+  /// `mine` (null: never), the heir's (revoke_heir); either way releases the lock and returns
+  /// true. False, still holding the lock, if neither.
+  bool take_locked(word_t v, core::executor *mine) noexcept {
+    if (v >= one) {
+      m_word.unlock_with([](word_t cur) { return cur - one; });
+      return true;
+    }
+    if (mine != nullptr && heir() != nullptr && revoke_heir(mine)) {
+      // release (in unlock_with): the requeued heir and the waiters bit, to the next lock holder.
+      m_word.unlock_with([](word_t cur) { return cur | waiters_bit; });
+      return true;
+    }
+    return false;
+  }
+
   /// Under the lock, with an heir and no permit free: takes the permit from the heir for a task
   /// of `mine` if the heir is a task of that executor whose job has not started; the heir goes
   /// back to the head of the queue. True if it did.
   bool revoke_heir(core::executor *mine) noexcept {
     waiter *const h = heir();
     core::executor *const home = h->m_task.home();
-    if (home != mine) {
-      return false; // another executor: queue (a hold there would be costly)
+    if (home != mine || h->m_revocations >= max_revocations) {
+      return false; // another executor (a hold there would be costly), or the bound: queue
     }
     // relaxed: only the job moves a handed state (to idle), and it reads nothing we write here
     // but the state itself; the permit's history reaches us through the internal lock.

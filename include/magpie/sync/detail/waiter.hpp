@@ -46,10 +46,6 @@ struct waiter : core::job {
   core::ext::task_handle m_task;   ///< the parked task
   std::exception_ptr m_error;      ///< thrown from the co_await if set by fail()
   void *m_slot = nullptr; ///< primitive-defined: e.g. where a channel puts the received value
-  /// Marks m_worker as "any worker" (32 bits keep the waiter at eight words with the two bytes
-  /// below; a pool has far fewer workers).
-  static constexpr std::uint32_t no_worker = ~std::uint32_t{0};
-  std::uint32_t m_worker = no_worker; ///< where to resume (set before wake); no_worker: any
   /// A mutex's revocable hand-off (permits.hpp, heir_state): accessed atomically through
   /// heir_state_ref (a plain byte keeps the awaitable movable, which a request's magpie_bind
   /// needs).
@@ -58,10 +54,7 @@ struct waiter : core::job {
 
   /// Resubmits the task to its pool. Any thread; never blocks. Point of no return: from here on
   /// the task may run, and this waiter (in its frame) may be gone — touch nothing of it after.
-  void wake() noexcept {
-    core::executor *home = m_task.home();
-    home->resubmit(this, m_worker == no_worker ? core::ext::any_worker : m_worker);
-  }
+  void wake() noexcept { m_task.home()->resubmit(this, core::ext::any_worker); }
 
   /// Wakes the task so that its co_await throws `e`.
   void fail(std::exception_ptr e) noexcept {
