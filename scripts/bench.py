@@ -62,9 +62,12 @@ PROBLEMS: dict[str, dict] = {
              "paper": ["reduce-1e8", "scan-1e8", "sort-1e7", "find-1e8"]},
     # issue 9: skynet with 10^6 leaves the carb.tasking ways (bench/sync/skynet_tasks.cpp)
     "skynet-tasks": {"default": ["6"], "paper": ["6"]},
-    # bench/sync: magpie::mutex vs std::mutex (the size names the lock), magpie pools only
-    "mutex": {"default": ["magpie", "std", "magpie-spaced", "std-spaced"],
-              "paper": ["magpie", "std", "magpie-spaced", "std-spaced"],
+    # bench/sync: magpie::mutex, a magpie::semaphore of one permit and std::mutex (the size
+    # names the lock), magpie pools only
+    "mutex": {"default": ["magpie", "semaphore", "std",
+                          "magpie-spaced", "semaphore-spaced", "std-spaced"],
+              "paper": ["magpie", "semaphore", "std", "magpie-spaced", "semaphore-spaced",
+                        "std-spaced"],
               "runtimes": {"magpie-lazy", "magpie-busy"}},
 }
 

@@ -7,7 +7,9 @@
 // counter after `work_in` units of spin work; between sections a task does `work_out` units.
 // The answer is the counter, which must equal `sections` (a lost update would show). The size
 // names say which lock: `magpie` (co_await m.scoped_lock(): a contended lock suspends the task
-// and the worker runs another) or `std` (std::mutex: a contended lock blocks the worker thread).
+// and the worker runs another), `semaphore` (a magpie::semaphore of one permit, co_await
+// s.acquire() / s.release(): the same protocol with a count) or `std` (std::mutex: a contended
+// lock blocks the worker thread).
 // Time per critical section = median time / sections.
 
 #include <cstdint>
@@ -19,7 +21,7 @@ namespace mutex_problem {
 
 inline constexpr char const *name = "mutex";
 
-enum class lock_kind { magpie, std_mutex };
+enum class lock_kind { magpie, semaphore, std_mutex };
 
 struct size {
   char const *name;
@@ -33,7 +35,9 @@ struct size {
 inline constexpr size sizes[] = {
     {"magpie", lock_kind::magpie, 100'000, 50, 0, 0},
     {"std", lock_kind::std_mutex, 100'000, 50, 0, 0},
+    {"semaphore", lock_kind::semaphore, 100'000, 50, 0, 0},
     {"magpie-spaced", lock_kind::magpie, 100'000, 50, 20, 200},
+    {"semaphore-spaced", lock_kind::semaphore, 100'000, 50, 20, 200},
     {"std-spaced", lock_kind::std_mutex, 100'000, 50, 20, 200},
 };
 

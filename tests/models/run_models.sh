@@ -109,6 +109,12 @@ check mutex_heir.BUG_HEIR_NOT_CLEARED mutex_heir.pml fail safety -DBUG_HEIR_NOT_
 check mutex_heir.BUG_RESUBMIT_ALWAYS  mutex_heir.pml fail safety -DBUG_RESUBMIT_ALWAYS
 check mutex_heir.BUG_NO_REVOKE_HOLD   mutex_heir.pml fail safety -DBUG_NO_REVOKE_HOLD
 check mutex_heir.BUG_EXHAUSTED_HEIR_UNTRACKED mutex_heir.pml fail safety -DBUG_EXHAUSTED_HEIR_UNTRACKED
+#     and magpie::semaphore's (two permits): a release that pops a waiter while another heir is
+#     pending hands it its permit for good (plain hand-off); four tasks, task 0 runs two rounds
+sem=(-DPERMITS=2 -DN=4 -DROUNDS=1 -DROUNDS0=2)
+check mutex_heir.sem                  mutex_heir.pml pass safety "${sem[@]}"
+check mutex_heir.BUG_SEM_ALWAYS_HEIR  mutex_heir.pml fail safety "${sem[@]}" -DBUG_SEM_ALWAYS_HEIR
+check mutex_heir.BUG_SEM_NO_COUNT_CHECK mutex_heir.pml fail safety "${sem[@]}" -DBUG_SEM_NO_COUNT_CHECK
 # (d) suspension: a resume that arrives before the suspension has finished (the phase CAS), and
 #     waiting on a primitive (park, then one CAS into the event's word or enqueue under the lock;
 #     set() takes the lone waiter by one CAS, or publishes and unlocks at once)

@@ -72,10 +72,7 @@ public:
     mutex *m_mutex = nullptr;
     /// Fast path, from await_ready: succeeds without suspending when it can
     /// (sync/detail/waiter.hpp).
-    bool try_now() noexcept {
-      return m_mutex->m_permits.try_take() ||
-             m_mutex->m_permits.try_revoke(core::ext::worker_of(*this->m_frame).home());
-    }
+    bool try_now() noexcept { return m_mutex->m_permits.try_take_or_revoke(*this->m_frame); }
     /// Slow path, under the lock: succeeds now — the mutex was free, or handed to a task that has
     /// not started yet, whose hand-off this revokes — (true), or queues `w` (false).
     bool try_or_enqueue(detail::waiter &w) noexcept {
@@ -142,7 +139,7 @@ public:
   /// blocks beyond a short internal lock. Everything the holder did is visible to the next holder.
   /// Precondition (checked, always: the program stops with a message): the mutex is locked.
   void unlock() noexcept {
-    m_permits.give_one([](std::size_t free, std::size_t) {
+    m_permits.give(1, [](std::size_t free, std::size_t) {
       MAGPIE_CHECK(free == 0, "magpie::mutex::unlock: the mutex is not locked (unlocked twice?)");
     });
   }

@@ -6,10 +6,19 @@
 //   ...
 //   slots.release();                       // any thread or task
 //
-// Policy: direct hand-off, FIFO. release(n) with tasks (or threads) queued gives one permit to
-// each of the n oldest waiters (woken one by one, no broadcast) instead of adding it to the count;
-// the count rises only while nobody waits, so an acquire that arrives later cannot overtake a
-// queued one. Protocol and proof sketch: docs/protocols.md §9.6 (the core is §9.4's).
+// Policy: direct hand-off, FIFO, revocable until the heir runs — as magpie::mutex. release(n)
+// with tasks (or threads) queued gives one permit to each of the n oldest waiters (woken one by
+// one, no broadcast) instead of adding it to the count; the count rises only while nobody waits,
+// so an acquire that arrives later cannot take a free permit past a queued waiter.
+//
+// The first task handed a permit while no other is pending is the *heir* until its resumption
+// starts: a task of the same pool that acquires meanwhile, finding no free permit, takes the
+// heir's (which returns to the head of the queue), at most `fairness_bound` times per wait.
+// Without this, a task that releases and acquires again at once would queue behind a waiter
+// that is not running yet (a convoy: every acquire a suspension and a resumption). Plain threads
+// (acquire_blocking) are handed permits directly and neither revoke nor are revoked. Protocol
+// and proof sketch: docs/protocols.md §9.6 (the core is §9.4's); model:
+// docs/models/mutex_heir.pml with -DPERMITS=2.
 
 #include <cstddef>
 #include <stdexcept>
@@ -31,6 +40,10 @@ namespace magpie::sync {
 /// resubmission) per waiting task.
 class semaphore {
 public:
+  /// The bound on the semaphore's unfairness: a task whose turn has come lets at most this many
+  /// acquires of other tasks go first (see the top of this file).
+  static constexpr std::size_t fairness_bound = detail::permits::max_revocations;
+
   /// The largest count a semaphore holds.
   static constexpr std::size_t max() noexcept { return detail::permits::max_count; }
 
@@ -59,7 +72,8 @@ public:
   };
 
   /// `co_await s.acquire()`: takes one permit, suspending the task (its worker runs other work)
-  /// until one is handed to it; waiters are served in FIFO order. Throws magpie::abandoned_wait
+  /// until one is handed to it; waiters are served in FIFO order, each overtaken by at most
+  /// fairness_bound acquires after its turn has come. Throws magpie::abandoned_wait
   /// if the semaphore is destroyed first, std::logic_error (nothing taken) inside an unjoined
   /// fork–join scope, magpie::pool_closed on a pool being destroyed with nothing left to run.
   acquire_request acquire() noexcept { return {this}; }
@@ -67,7 +81,8 @@ public:
   /// Takes a permit if one is free and nobody waits; never waits, never fails spuriously.
   bool try_acquire() noexcept { return m_permits.try_take(); }
 
-  /// Gives `n` permits back: one to each of the n oldest waiters, the rest to the count. Any
+  /// Gives `n` permits back: one to each of the n oldest waiters (the first task among them may
+  /// lose its permit to an acquire before it runs, see above), the rest to the count. Any
   /// thread or task, including plain threads; never blocks beyond a short internal lock.
   /// Everything the caller did before is visible to whoever takes these permits. Precondition
   /// (checked, always): the count does not exceed max().

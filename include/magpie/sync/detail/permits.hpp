@@ -13,15 +13,17 @@
 // under the lock, woken after it) instead of adding it to the count; the count never goes up while
 // anybody waits, so a late-comer's fast path cannot barge past a queued waiter.
 //
-// Revocable hand-off (the mutex only: give_one, take_or_enqueue(w, true)): a task handed the
-// permit is the *heir* until its resumption job starts. A task of the same executor that locks
-// meanwhile may revoke the hand-off — it takes the permit, the heir goes back to the head of the
-// queue — at most max_revocations times per wait. This ends the lock convoy of strict hand-off (a
-// holder that unlocks and locks again at once no longer queues behind a waiter that has not even
-// started running). The heir's state lives in its waiter (heir_state), is changed only by CAS
-// (its job against a revoker or a destructor), and the heir's job clears m_heir under the lock
-// before the task runs, so nobody reads a waiter whose task has gone on. docs/protocols.md §9.4,
-// docs/models/mutex_heir.pml.
+// Revocable hand-off (give, try_take_or_revoke, take_or_enqueue(w, true)): a task handed a
+// permit while there is no heir becomes the *heir* until its resumption job starts. A task of the
+// same executor that takes meanwhile, finding no free permit, may revoke the hand-off — it takes
+// the heir's permit, the heir goes back to the head of the queue — at most max_revocations times
+// per wait. This ends the lock convoy of strict hand-off (a holder that releases and takes again
+// at once no longer queues behind a waiter that has not even started running). The heir's state
+// lives in its waiter (heir_state), is changed only by CAS (its job against a revoker or a
+// destructor), and the heir's job clears m_heir under the lock before the task runs, so nobody
+// reads a waiter whose task has gone on. There is at most one heir; a waiter handed a permit
+// while another heir is pending (a semaphore's other holder released) is handed it for good.
+// docs/protocols.md §9.4 and §9.6, docs/models/mutex_heir.pml.
 
 #include <atomic>
 #include <cstddef>
@@ -191,8 +193,8 @@ public:
 
   /// Under the lock: takes one permit (true), or queues `w` (false). After false, `w` belongs to
   /// the queue: a giver may hand it a permit and wake it as soon as the lock is released. With
-  /// `may_revoke` (a mutex's own lock, not a condition variable's move), a task `w` may also take
-  /// the permit from an heir of its own executor (true; see the top of this file).
+  /// `may_revoke` (a task's own take, not a condition variable's move), a task `w` may also take
+  /// the permit of an heir of its own executor (true; see the top of this file).
   bool take_or_enqueue(waiter &w, bool may_revoke = false) noexcept {
     if (take_locked(m_word.lock(), may_revoke && w.m_task ? w.m_task.home() : nullptr)) {
       return true;
@@ -204,10 +206,12 @@ public:
   }
 
   /// Gives `n` permits: each goes to the oldest waiter while any waits (woken after the lock is
-  /// released), the rest to the count. `check(free_before)` is called under the lock (or on the
-  /// fast path) with the count before the gift, to diagnose misuse (a mutex unlocked twice);
-  /// it must not return if it fails. The last touch of the primitive is the releasing CAS (or
-  /// unlock_with): a woken waiter may destroy the primitive at once.
+  /// released), the rest to the count. The first task waiter handed a permit while there is no
+  /// heir becomes the heir (revocable unless its revocations are used up; resumed through
+  /// heir_run); the others are handed their permits for good. `check(free_before, n)` is called
+  /// under the lock (or on the fast path) with the count before the gift, to diagnose misuse (a
+  /// mutex unlocked twice); it must not return if it fails. The last touch of the primitive is
+  /// the releasing CAS (or unlock_with): a woken waiter may destroy the primitive at once.
   template <typename Check>
   void give(std::size_t n, Check check) noexcept {
     if (give_fast(n, check)) {
@@ -215,13 +219,25 @@ public:
     }
     word_t const v = m_word.lock(); // waiters queued, or someone holds the lock
     check(static_cast<std::size_t>(v / one), n);
-    waiter *head = nullptr;
+    waiter *head = nullptr; // handed for good, woken after the lock is released
     waiter **tail = &head;
+    waiter *to_resubmit = nullptr;        // the new heir, unless its job is still in flight
     while (n > 0 && !m_waiters.empty()) { // one permit each, oldest first: direct hand-off
-      waiter *w = m_waiters.pop();
-      *tail = w;
-      tail = &w->m_next_waiter;
+      waiter *const w = m_waiters.pop();
       --n;
+      if (w->m_task && heir() == nullptr) {
+        if (make_heir(*w)) {
+          to_resubmit = w;
+        }
+      } else {
+        // A thread, or a task while another heir is pending (a semaphore's other holder gave):
+        // not revoked (a revoked waiter is queued only at the head, while there is no heir), so
+        // no job of its own is in flight.
+        MAGPIE_ASSERT(!w->m_task || heir_state_of(*w).load(std::memory_order_relaxed) == heir_idle,
+                      "magpie: a waiter handed for good has a resumption job in flight");
+        *tail = w;
+        tail = &w->m_next_waiter;
+      }
     }
     *tail = nullptr;
     bool const still_waiting = !m_waiters.empty();
@@ -231,12 +247,22 @@ public:
       word_t c = (cur & ~waiters_bit) + static_cast<word_t>(n) * one;
       return still_waiting ? (c | waiters_bit) : c;
     });
+    if (to_resubmit != nullptr) {
+      to_resubmit->wake(); // point of no return (a revoker may already have requeued it: its job
+                           // is then a no-op)
+    }
     hand_to_all(head); // point of no return for each; we touch nothing of the primitive now
   }
 
-  /// For a mutex's lock before it parks (`mine`: the locking task's executor): takes the permit
-  /// from an heir of `mine` whose job has not started, as take_or_enqueue would; false (having
-  /// changed nothing) if there is no such heir or no permit comes of it.
+  /// A task's take before it parks (the fast path of mutex::lock and semaphore::acquire):
+  /// try_take(), else try_revoke() for the task of `self`.
+  bool try_take_or_revoke(core::frame_base &self) noexcept {
+    return try_take() || try_revoke(core::ext::worker_of(self).home());
+  }
+
+  /// For a task's take before it parks (`mine`: the task's executor): takes the permit of an heir
+  /// of `mine` whose job has not started, as take_or_enqueue would; false (having changed
+  /// nothing) if there is no such heir or no permit comes of it.
   bool try_revoke(core::executor *mine) noexcept {
     if (heir() == nullptr) {
       return false; // the common case: no lock taken
@@ -246,55 +272,6 @@ public:
     }
     m_word.unlock();
     return false;
-  }
-
-  /// give(1) for a mutex: hands the permit to the oldest waiter as give() does, but a task
-  /// waiter becomes the heir (revocable unless its revocations are used up) and is resumed
-  /// through heir_run. Same contract as give().
-  template <typename Check>
-  void give_one(Check check) noexcept {
-    if (give_fast(1, check)) {
-      return;
-    }
-    word_t const v = m_word.lock();
-    check(static_cast<std::size_t>(v / one), 1);
-    waiter *const w = m_waiters.pop();
-    if (w == nullptr) {
-      m_word.unlock_with([](word_t cur) { return cur + one; });
-      return;
-    }
-    bool const still_waiting = !m_waiters.empty();
-    bool const is_task = static_cast<bool>(w->m_task); // read now: w may be gone after unlock_with
-    bool resubmit = true;
-    if (is_task) {
-      std::uint8_t s = heir_revoked;
-      // A revoked heir whose job has not run yet: hand it the permit again, and its job (still in
-      // flight) resumes it, ending the hold its revoker took. release: our section → the job's
-      // acquiring CAS. Else it is idle (no job in flight; only its job moves it off revoked);
-      // acquire: that job's last touch of the waiter happens-before our reuse of it.
-      if (heir_state_of(*w).compare_exchange_strong(s, heir_handed_held, std::memory_order_release,
-                                                    std::memory_order_acquire)) {
-        resubmit = false;
-      } else {
-        w->m_run = &heir_run; // nothing else reads these until the resubmission below
-        w->m_slot = this;
-        // release: as above (the resubmission orders it too).
-        heir_state_of(*w).store(heir_handed, std::memory_order_release);
-      }
-      // The heir even past the bound (then revoke_heir declines): its job touches us in
-      // forget_heir, so the destructor must know of it.
-      set_heir(w);
-    }
-    // release (in unlock_with): as in give().
-    m_word.unlock_with([&](word_t cur) {
-      word_t const c = cur & ~waiters_bit;
-      return still_waiting ? (c | waiters_bit) : c;
-    });
-    if (!is_task) {
-      hand_to(w); // a blocked thread: notified
-    } else if (resubmit) {
-      w->wake(); // point of no return (a revoker may already have requeued it: its job is a no-op)
-    }
   }
 
   /// Free permits now (a snapshot).
@@ -311,6 +288,31 @@ public:
   }
 
 private:
+  /// Under the lock, for give(): hands the popped task waiter `w` the permit as the heir. True if
+  /// its resumption must be submitted (after the lock is released); false if its job is still in
+  /// flight (it was revoked), which then resumes it.
+  bool make_heir(waiter &w) noexcept {
+    std::uint8_t s = heir_revoked;
+    bool resubmit = true;
+    // A revoked heir whose job has not run yet: hand it the permit again, and its job (still in
+    // flight) resumes it, ending the hold its revoker took. release: our section → the job's
+    // acquiring CAS. Else it is idle (no job in flight; only its job moves it off revoked);
+    // acquire: that job's last touch of the waiter happens-before our reuse of it.
+    if (heir_state_of(w).compare_exchange_strong(s, heir_handed_held, std::memory_order_release,
+                                                 std::memory_order_acquire)) {
+      resubmit = false;
+    } else {
+      w.m_run = &heir_run; // nothing else reads these until the resubmission
+      w.m_slot = this;
+      // release: as above (the resubmission orders it too).
+      heir_state_of(w).store(heir_handed, std::memory_order_release);
+    }
+    // The heir even past the bound (then revoke_heir declines): its job touches us in
+    // forget_heir, so the destructor must know of it.
+    set_heir(&w);
+    return resubmit;
+  }
+
   /// give()'s fast path: adds `n` permits by one CAS if nobody waits and the lock is free (true);
   /// false if the caller must decide under the lock.
   template <typename Check>
@@ -389,7 +391,7 @@ private:
     m_word.unlock();
   }
 
-  /// The resumption job of a task handed the mutex by give_one (it replaces waiter::run).
+  /// The resumption job of the heir (give, make_heir; it replaces waiter::run).
   static void heir_run(core::job *j, core::context &worker) noexcept {
     auto *const w = static_cast<waiter *>(j);
     // acquire: the giver's section before its state change. release: the executor's reads of
@@ -421,7 +423,7 @@ private:
 
   lock_word m_word;
   waiter_queue m_waiters; // guarded by the lock
-  /// The revocable heir, if any (give_one). Written under the lock; read under it, or outside
+  /// The heir, if any (make_heir). Written under the lock; read under it, or outside
   /// it as a hint (try_revoke).
   std::atomic<waiter *> m_heir{nullptr};
   // relaxed: under the lock, which orders it; outside, a hint decided under the lock.
@@ -433,8 +435,10 @@ private:
 /// of mutex::lock and semaphore::acquire.
 struct take_awaitable : wait_awaitable<take_awaitable> {
   permits *m_permits = nullptr;
-  bool try_now() noexcept { return m_permits->try_take(); }
-  bool try_or_enqueue(waiter &w) noexcept { return m_permits->take_or_enqueue(w); }
+  bool try_now() noexcept { return m_permits->try_take_or_revoke(*m_frame); }
+  bool try_or_enqueue(waiter &w) noexcept {
+    return m_permits->take_or_enqueue(w, /*may_revoke=*/true);
+  }
 };
 
 /// Blocks the calling plain thread until it has a permit. Throws std::logic_error on a thread

@@ -1,0 +1,302 @@
+// The revocable hand-off of magpie::mutex and magpie::semaphore (docs/protocols.md §9.4, §9.6).
+// A take that finds the primitive's permit handed to a task whose resumption has not started yet
+// takes it instead (the heir queues again, at the head), at most fairness_bound times per wait.
+//
+// The stage, on a two-worker pool: the root U holds the permit on worker A; W queues for it on
+// worker B; then a blocker occupies B until released, so W's resumption (queued on A by U's
+// release) cannot start while U runs. What each test would catch: a convoy (W served at once:
+// strict hand-off), unbounded unfairness (W served late or never), a revocation racing the
+// heir's start (two owners: the order log breaks), an heir that resumes owning a destroyed
+// primitive or whose job touches it (ASan, or a crash), and a lost or doubled executor hold (the
+// pool's destructor hangs, or stops on its own check). The semaphore's own tests: with two
+// permits handed at once, only the first waiter is the heir; the second keeps its permit.
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/test_support.hpp"
+#include "sync/lock_support.hpp"
+
+namespace {
+
+using namespace magpie::test;
+using magpie::task;
+
+auto take(magpie::mutex &m) { return m.lock(); }
+auto take(magpie::semaphore &s) { return s.acquire(); }
+void give(magpie::mutex &m) { m.unlock(); }
+void give(magpie::semaphore &s) { s.release(); }
+std::size_t waiting(magpie::mutex &m) { return m.waiting(); }
+std::size_t waiting(magpie::semaphore &s) { return s.waiting(); }
+
+template <typename Prim>
+std::unique_ptr<Prim> make_prim(std::size_t permits) {
+  if constexpr (std::is_same_v<Prim, magpie::mutex>) {
+    static_cast<void>(permits);
+    return std::make_unique<magpie::mutex>();
+  } else {
+    return std::make_unique<magpie::semaphore>(permits);
+  }
+}
+
+template <typename Prim>
+struct stage {
+  explicit stage(std::size_t permits = 1) : m(make_prim<Prim>(permits)) {}
+  std::unique_ptr<Prim> m;
+  std::atomic<int> blocker_running{0};
+  std::atomic<int> release_blocker{0};
+  bool give_back = true;   // whether a waiter releases what it took (set before it starts)
+  std::vector<char> order; // guarded by m (for a semaphore: appended by one holder at a time)
+};
+
+/// A waiter: takes, logs `name`, gives back. -1 if the primitive was destroyed first.
+template <typename Prim>
+task<int> take_and_log(stage<Prim> *s, char name) {
+  try {
+    co_await take(*s->m);
+  } catch (magpie::abandoned_wait const &) {
+    co_return -1; // the primitive was destroyed first: touch nothing of it
+  }
+  s->order.push_back(name);
+  if (s->give_back) {
+    give(*s->m);
+  }
+  co_return 1;
+}
+
+template <typename Prim>
+task<void> occupy_worker(stage<Prim> *s) {
+  s->blocker_running.store(1);
+  if (!wait_for(s->release_blocker)) {
+    throw std::runtime_error("the blocker was never released");
+  }
+  co_return;
+}
+
+/// Spawns a waiter named `name` and returns once `queued` tasks wait (it runs on worker B).
+template <typename Prim>
+magpie::future<int> queue_waiter(magpie::pool *p, stage<Prim> *s, char name, std::size_t queued) {
+  auto w = magpie::spawn(*p, take_and_log<Prim>, s, name);
+  if (!wait_count([s] { return waiting(*s->m); }, queued)) {
+    throw std::runtime_error("a waiter never queued");
+  }
+  return w;
+}
+
+/// Occupies worker B until release_blocker is set.
+template <typename Prim>
+magpie::future<void> block_other_worker(magpie::pool *p, stage<Prim> *s) {
+  auto x = magpie::spawn(*p, occupy_worker<Prim>, s);
+  if (!wait_for(s->blocker_running)) {
+    throw std::runtime_error("the blocker never started");
+  }
+  return x;
+}
+
+enum class stage_end {
+  retake_loop,
+  destroy_with_heir,
+  destroy_with_revoked_heir,
+  destroy_with_exhausted_heir
+};
+
+/// The stage with one permit (a mutex, or a semaphore of count 1).
+template <typename Prim>
+task<int> one_permit_scene(magpie::pool *p, stage<Prim> *s, stage_end how, int rounds) {
+  co_await take(*s->m);
+  auto w = queue_waiter(p, s, 'W', 1);
+  auto x = block_other_worker(p, s);
+  switch (how) {
+  case stage_end::retake_loop:
+    for (int i = 0; i < rounds; ++i) {
+      give(*s->m);          // hands it to W, whose resumption waits behind us on A
+      co_await take(*s->m); // revokes that, until the bound: then queues, and A runs W
+      s->order.push_back('U');
+    }
+    give(*s->m);
+    break;
+  case stage_end::destroy_with_heir:
+    give(*s->m);  // W is the heir; its resumption has not started
+    s->m.reset(); // so W never holds it: its take throws abandoned_wait
+    break;
+  case stage_end::destroy_with_revoked_heir:
+    give(*s->m);
+    co_await take(*s->m); // revoked: W is queued again, its resumption still in flight
+    s->m.reset();         // held by us (fine); W's take throws abandoned_wait
+    break;
+  case stage_end::destroy_with_exhausted_heir:
+    for (std::size_t i = 0; i < Prim::fairness_bound; ++i) {
+      give(*s->m);
+      co_await take(*s->m); // revokes W's hand-off: its revocations are used up after the loop
+    }
+    give(*s->m);  // W is handed the permit for good; its resumption has not started
+    s->m.reset(); // so W never holds it: its take throws abandoned_wait
+    break;
+  }
+  s->release_blocker.store(1);
+  int const r = co_await w;
+  co_await x;
+  co_return r;
+}
+
+enum class prim_kind { mutex, semaphore };
+
+struct handoff_param {
+  prim_kind prim;
+  sched_kind sched;
+};
+
+class handoff_test : public ::testing::TestWithParam<handoff_param> {
+protected:
+  std::unique_ptr<magpie::pool> make_pool() const {
+    if (GetParam().sched == sched_kind::busy) {
+      return std::make_unique<magpie::busy_pool>(2);
+    }
+    return std::make_unique<magpie::lazy_pool>(2);
+  }
+
+  /// Runs one_permit_scene on a fresh pool (destroyed before this returns: every hold ended);
+  /// returns W's result and the order log.
+  template <typename Prim>
+  std::pair<int, std::string> one_permit(stage_end how, int rounds) const {
+    stage<Prim> s;
+    int r = 0;
+    {
+      auto p = make_pool();
+      r = magpie::sync_wait(*p, one_permit_scene<Prim>, p.get(), &s, how, rounds);
+    }
+    if (s.m != nullptr) {
+      EXPECT_EQ(waiting(*s.m), 0U);
+    }
+    return {r, std::string(s.order.begin(), s.order.end())};
+  }
+
+  std::pair<int, std::string> one_permit(stage_end how, int rounds = 0) const {
+    if (GetParam().prim == prim_kind::mutex) {
+      return one_permit<magpie::mutex>(how, rounds);
+    }
+    return one_permit<magpie::semaphore>(how, rounds);
+  }
+};
+
+TEST_P(handoff_test, a_retake_revokes_an_unstarted_handoff_at_most_fairness_bound_times) {
+  static_assert(magpie::mutex::fairness_bound == magpie::semaphore::fairness_bound);
+  int const rounds = static_cast<int>(magpie::mutex::fairness_bound) + 5;
+  auto [r, order] = one_permit(stage_end::retake_loop, rounds);
+  EXPECT_EQ(r, 1);
+  std::string expected(static_cast<std::size_t>(rounds + 1), 'U');
+  expected[magpie::mutex::fairness_bound] = 'W'; // exactly the bound's sections went first
+  EXPECT_EQ(order, expected);
+}
+
+TEST_P(handoff_test, destroyed_with_an_unstarted_heir_fails_its_wait) {
+  auto [r, order] = one_permit(stage_end::destroy_with_heir);
+  EXPECT_EQ(r, -1);
+  EXPECT_TRUE(order.empty());
+}
+
+TEST_P(handoff_test, destroyed_with_a_revoked_heir_queued_fails_its_wait) {
+  auto [r, order] = one_permit(stage_end::destroy_with_revoked_heir);
+  EXPECT_EQ(r, -1);
+  EXPECT_TRUE(order.empty());
+}
+
+TEST_P(handoff_test, destroyed_with_an_unstarted_heir_past_the_bound_fails_its_wait) {
+  auto [r, order] = one_permit(stage_end::destroy_with_exhausted_heir);
+  EXPECT_EQ(r, -1);
+  EXPECT_TRUE(order.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(two_workers, handoff_test,
+                         ::testing::Values(handoff_param{prim_kind::mutex, sched_kind::busy},
+                                           handoff_param{prim_kind::mutex, sched_kind::lazy},
+                                           handoff_param{prim_kind::semaphore, sched_kind::busy},
+                                           handoff_param{prim_kind::semaphore, sched_kind::lazy}),
+                         [](auto const &info) {
+                           return std::string(info.param.prim == prim_kind::mutex ? "mutex_"
+                                                                                  : "semaphore_") +
+                                  (info.param.sched == sched_kind::busy ? "busy" : "lazy");
+                         });
+
+// ---- A semaphore handing two permits at once (release(2) with two tasks queued): the first is
+// the heir, the second is handed its permit for good (one heir at a time: the destructor must
+// know every waiter whose resumption will touch the semaphore).
+
+enum class two_end { retake, destroy };
+
+task<int> two_permit_scene(magpie::pool *p, stage<magpie::semaphore> *s, two_end how) {
+  auto w1 = queue_waiter(p, s, '1', 1);
+  auto w2 = queue_waiter(p, s, '2', 2);
+  auto x = block_other_worker(p, s);
+  int r = 0;
+  if (how == two_end::retake) {
+    s->m->release(2);         // 1 is the heir, 2 holds its permit for good; neither runs yet
+    co_await s->m->acquire(); // no permit free: revokes 1's (not 2's)
+    if (s->m->waiting() != 1) {
+      throw std::runtime_error("the revoked heir is not queued again");
+    }
+    s->release_blocker.store(1);
+    r = co_await w2; // 2 ran on its own permit, and its release handed that permit to 1
+    r = 10 * r + co_await w1;
+    s->m->release(); // ours (1's revoked permit)
+  } else {
+    s->give_back = false; // 2 keeps the permit of a destroyed semaphore: it touches nothing
+    s->m->release(2);     // 1 is the heir, 2 holds its permit for good; neither runs yet
+    s->m.reset();         // 1's take throws abandoned_wait; 2's take succeeds
+    s->release_blocker.store(1);
+    r = co_await w2;
+    r = 10 * r + co_await w1;
+  }
+  co_await x;
+  co_return r;
+}
+
+class semaphore_handoff_test : public ::testing::TestWithParam<sched_kind> {
+protected:
+  std::pair<int, std::string> run(two_end how) const {
+    stage<magpie::semaphore> s(0);
+    int r = 0;
+    {
+      std::unique_ptr<magpie::pool> p;
+      if (GetParam() == sched_kind::busy) {
+        p = std::make_unique<magpie::busy_pool>(2);
+      } else {
+        p = std::make_unique<magpie::lazy_pool>(2);
+      }
+      r = magpie::sync_wait(*p, two_permit_scene, p.get(), &s, how);
+    }
+    if (s.m != nullptr) {
+      EXPECT_EQ(s.m->count(), 2U); // every permit came back
+      EXPECT_EQ(s.m->waiting(), 0U);
+    }
+    return {r, std::string(s.order.begin(), s.order.end())};
+  }
+};
+
+TEST_P(semaphore_handoff_test, only_the_first_of_two_waiters_handed_at_once_is_revocable) {
+  auto [r, order] = run(two_end::retake);
+  EXPECT_EQ(r, 11);
+  EXPECT_EQ(order, "21"); // 2 ran on its own permit; 1 only on the permit 2 gave back
+}
+
+TEST_P(semaphore_handoff_test, destroyed_with_two_unstarted_handoffs_fails_only_the_heir) {
+  auto [r, order] = run(two_end::destroy);
+  EXPECT_EQ(r, 10 - 1); // 2 took its permit (1); 1's take threw abandoned_wait (-1)
+  EXPECT_EQ(order, "2");
+}
+
+INSTANTIATE_TEST_SUITE_P(two_workers, semaphore_handoff_test,
+                         ::testing::Values(sched_kind::busy, sched_kind::lazy),
+                         [](auto const &info) {
+                           return std::string(info.param == sched_kind::busy ? "busy" : "lazy");
+                         });
+
+} // namespace
