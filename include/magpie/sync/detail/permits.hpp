@@ -52,16 +52,16 @@ inline void hand_to_all(waiter *w) noexcept {
   }
 }
 
-/// The states of a task waiter's hand-off from a mutex (waiter::m_heir_state). "In flight": the
+/// The states of a task waiter's hand-off as the heir (waiter::m_heir_state). "In flight": the
 /// task's resumption job is queued or about to be; the job (heir_run) moves the state back to idle
 /// with a CAS and then acts on what it found. "Hold": the executor hold a parked task needs, which
 /// a resubmission ends (core::executor::hold).
 enum heir_state : std::uint8_t {
   heir_idle = 0,    ///< no job in flight (queued, or never handed)
-  heir_handed,      ///< handed the mutex; job in flight; no hold (the resubmission ended it)
-  heir_handed_held, ///< handed the mutex; job in flight; one hold, which the job ends
+  heir_handed,      ///< handed a permit; job in flight; no hold (the resubmission ended it)
+  heir_handed_held, ///< handed a permit; job in flight; one hold, which the job ends
   heir_revoked,     ///< back in the queue; job in flight, which does nothing; one hold (its own)
-  heir_failed,      ///< the mutex was destroyed: the wait throws abandoned_wait; job in flight
+  heir_failed,      ///< the primitive was destroyed: the wait throws abandoned_wait; job in flight
   heir_failed_held, ///< as heir_failed, with one hold, which the job ends
 };
 
@@ -431,8 +431,8 @@ private:
   void set_heir(waiter *w) noexcept { m_heir.store(w, std::memory_order_relaxed); }
 };
 
-/// The awaitable of a take from `permits`: never suspends if a permit is free. For the requests
-/// of mutex::lock and semaphore::acquire.
+/// The awaitable of a task's take from `permits` (semaphore::acquire; mutex::lock has its own,
+/// which also yields a guard): never suspends if a permit is free or an heir's can be revoked.
 struct take_awaitable : wait_awaitable<take_awaitable> {
   permits *m_permits = nullptr;
   bool try_now() noexcept { return m_permits->try_take_or_revoke(*m_frame); }

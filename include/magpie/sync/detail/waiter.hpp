@@ -46,9 +46,9 @@ struct waiter : core::job {
   core::ext::task_handle m_task;   ///< the parked task
   std::exception_ptr m_error;      ///< thrown from the co_await if set by fail()
   void *m_slot = nullptr; ///< primitive-defined: e.g. where a channel puts the received value
-  /// A mutex's revocable hand-off (permits.hpp, heir_state): accessed atomically through
-  /// heir_state_ref (a plain byte keeps the awaitable movable, which a request's magpie_bind
-  /// needs).
+  /// A mutex's or semaphore's revocable hand-off (permits.hpp, heir_state): accessed atomically
+  /// through heir_state_ref (a plain byte keeps the awaitable movable, which a request's
+  /// magpie_bind needs).
   std::uint8_t m_heir_state = 0;
   std::uint8_t m_revocations = 0; ///< times this wait's hand-off was revoked (permits.hpp)
 
@@ -98,7 +98,7 @@ public:
     ++m_size;
   }
 
-  /// Queues `w` ahead of every other waiter (a mutex's revoked heir goes back to the head).
+  /// Queues `w` ahead of every other waiter (a revoked heir goes back to the head).
   void push_front(waiter *w) noexcept {
     w->m_next_waiter = m_head;
     m_head = w;
