@@ -43,6 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 ZIPF_COUNTS = ["64", "100", "128", "512", "1024", "2048"]
 ZIPF_SIZES = ZIPF_COUNTS + [f"uniform-{n}" for n in ZIPF_COUNTS]
+MUTEX_SIZES = ["magpie", "semaphore", "shared", "shared-read", "std", "magpie-spaced",
+               "semaphore-spaced", "shared-spaced", "shared-read-spaced", "std-spaced"]
 LOOPS = {"zipf"}  # problems of the parallel-loop runtimes below
 ALGOS = {"algo"}
 
@@ -62,12 +64,10 @@ PROBLEMS: dict[str, dict] = {
              "paper": ["reduce-1e8", "scan-1e8", "sort-1e7", "find-1e8"]},
     # issue 9: skynet with 10^6 leaves the carb.tasking ways (bench/sync/skynet_tasks.cpp)
     "skynet-tasks": {"default": ["6"], "paper": ["6"]},
-    # bench/sync: magpie::mutex, a magpie::semaphore of one permit and std::mutex (the size
-    # names the lock), magpie pools only
-    "mutex": {"default": ["magpie", "semaphore", "std",
-                          "magpie-spaced", "semaphore-spaced", "std-spaced"],
-              "paper": ["magpie", "semaphore", "std", "magpie-spaced", "semaphore-spaced",
-                        "std-spaced"],
+    # bench/sync: magpie::mutex, a magpie::semaphore of one permit, a magpie::shared_mutex
+    # (writers only, and three readers to a writer) and std::mutex (the size names the lock),
+    # magpie pools only
+    "mutex": {"default": MUTEX_SIZES, "paper": MUTEX_SIZES,
               "runtimes": {"magpie-lazy", "magpie-busy"}},
 }
 

@@ -1,6 +1,7 @@
 // mutex — magpie tasks contending for one lock: magpie::mutex (sizes `magpie…`), a
-// magpie::semaphore of one permit (sizes `semaphore…`) or std::mutex (sizes `std…`). See
-// mutex_problem.hpp.
+// magpie::semaphore of one permit (sizes `semaphore…`), a magpie::shared_mutex (sizes `shared…`)
+// or std::mutex (sizes `std…`). See mutex_problem.hpp.
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 
@@ -15,27 +16,51 @@ namespace {
 struct shared_state {
   alignas(64) magpie::mutex magpie_lock;
   alignas(64) magpie::semaphore magpie_semaphore{1};
+  alignas(64) magpie::shared_mutex magpie_shared;
   alignas(64) std::mutex std_lock;
-  alignas(64) std::int64_t counter = 0; // guarded by the lock under test
+  alignas(64) std::int64_t counter = 0;                     // guarded by the lock under test
+  alignas(64) std::atomic<std::int64_t> shared_sections{0}; // shared-read's readers count here
   mutex_problem::size const *z = nullptr;
 };
+
+/// One critical section's body, the lock held.
+void section(shared_state *s) {
+  mutex_problem::spin(s->z->work_in);
+  ++s->counter;
+}
 
 magpie::task<void> worker_task(shared_state *s) {
   auto const &z = *s->z;
   for (std::int64_t i = 0; i < mutex_problem::per_task(z); ++i) {
-    if (z.kind == mutex_problem::lock_kind::magpie) {
+    switch (z.kind) {
+    case mutex_problem::lock_kind::magpie: {
       auto g = co_await s->magpie_lock.scoped_lock();
-      mutex_problem::spin(z.work_in);
-      ++s->counter;
-    } else if (z.kind == mutex_problem::lock_kind::semaphore) {
+      section(s);
+      break;
+    }
+    case mutex_problem::lock_kind::semaphore:
       co_await s->magpie_semaphore.acquire();
-      mutex_problem::spin(z.work_in);
-      ++s->counter;
+      section(s);
       s->magpie_semaphore.release();
-    } else {
+      break;
+    case mutex_problem::lock_kind::shared_read:
+      if (i % 4 != 0) {
+        auto g = co_await s->magpie_shared.scoped_lock_shared();
+        mutex_problem::spin(z.work_in);
+        s->shared_sections.fetch_add(1, std::memory_order_relaxed);
+        break;
+      }
+      [[fallthrough]];
+    case mutex_problem::lock_kind::shared: {
+      auto g = co_await s->magpie_shared.scoped_lock();
+      section(s);
+      break;
+    }
+    case mutex_problem::lock_kind::std_mutex: {
       std::lock_guard g(s->std_lock);
-      mutex_problem::spin(z.work_in);
-      ++s->counter;
+      section(s);
+      break;
+    }
     }
     mutex_problem::spin(z.work_out);
   }
@@ -64,7 +89,7 @@ int main(int argc, char **argv) {
         shared_state s;
         s.z = &z;
         rt.run(fan_out, &s, 0, z.tasks);
-        return s.counter;
+        return s.counter + s.shared_sections.load();
       },
       [&](std::int64_t r) { return mutex_problem::check(r, z); },
       {{"sections", std::to_string(mutex_problem::per_task(z) * z.tasks)}});

@@ -8,8 +8,11 @@
 // The answer is the counter, which must equal `sections` (a lost update would show). The size
 // names say which lock: `magpie` (co_await m.scoped_lock(): a contended lock suspends the task
 // and the worker runs another), `semaphore` (a magpie::semaphore of one permit, co_await
-// s.acquire() / s.release(): the same protocol with a count) or `std` (std::mutex: a contended
-// lock blocks the worker thread).
+// s.acquire() / s.release(): the same protocol with a count), `shared` (a magpie::shared_mutex
+// locked exclusively, co_await rw.scoped_lock()), `shared-read` (the same shared_mutex, each
+// task's every fourth section exclusive and the others shared — a reader's increment is an
+// atomic one, so readers still count) or `std` (std::mutex: a contended lock blocks the worker
+// thread).
 // Time per critical section = median time / sections.
 
 #include <cstdint>
@@ -21,7 +24,7 @@ namespace mutex_problem {
 
 inline constexpr char const *name = "mutex";
 
-enum class lock_kind { magpie, semaphore, std_mutex };
+enum class lock_kind { magpie, semaphore, shared, shared_read, std_mutex };
 
 struct size {
   char const *name;
@@ -36,8 +39,12 @@ inline constexpr size sizes[] = {
     {"magpie", lock_kind::magpie, 100'000, 50, 0, 0},
     {"std", lock_kind::std_mutex, 100'000, 50, 0, 0},
     {"semaphore", lock_kind::semaphore, 100'000, 50, 0, 0},
+    {"shared", lock_kind::shared, 100'000, 50, 0, 0},
+    {"shared-read", lock_kind::shared_read, 100'000, 50, 0, 0},
     {"magpie-spaced", lock_kind::magpie, 100'000, 50, 20, 200},
     {"semaphore-spaced", lock_kind::semaphore, 100'000, 50, 20, 200},
+    {"shared-spaced", lock_kind::shared, 100'000, 50, 20, 200},
+    {"shared-read-spaced", lock_kind::shared_read, 100'000, 50, 20, 200},
     {"std-spaced", lock_kind::std_mutex, 100'000, 50, 20, 200},
 };
 
