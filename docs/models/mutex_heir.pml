@@ -222,7 +222,7 @@ inline take_free() {
   fi
 }
 
-/* The resumption job of task w, queued by a resubmission: permits::heir_run for a heir, or
+/* The resumption job of task w, queued by a resubmission: heir_queue::heir_run for a heir, or
  * waiter::run (detail/waiter.hpp) for a plain hand-off. */
 proctype job_of(byte w) {
   byte s;

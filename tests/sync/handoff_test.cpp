@@ -1,4 +1,5 @@
-// The revocable hand-off of magpie::mutex and magpie::semaphore (docs/protocols.md §9.4, §9.6).
+// The revocable hand-off of magpie::mutex, magpie::semaphore and magpie::shared_mutex's writers
+// (docs/protocols.md §9.4, §9.5, §9.6).
 // A take that finds the primitive's permit handed to a task whose resumption has not started yet
 // takes it instead (the heir queues again, at the head), at most fairness_bound times per wait.
 //
@@ -9,7 +10,9 @@
 // heir's start (two owners: the order log breaks), an heir that resumes owning a destroyed
 // primitive or whose job touches it (ASan, or a crash), and a lost or doubled executor hold (the
 // pool's destructor hangs, or stops on its own check). The semaphore's own tests: with two
-// permits handed at once, only the first waiter is the heir; the second keeps its permit.
+// permits handed at once, only the first waiter is the heir; the second keeps its permit. The
+// shared_mutex's own: a reader's lock revokes a writer heir (bounded alike); a reader handed
+// its share is not revocable.
 
 #include <atomic>
 #include <cstddef>
@@ -32,18 +35,21 @@ using magpie::task;
 
 auto take(magpie::mutex &m) { return m.lock(); }
 auto take(magpie::semaphore &s) { return s.acquire(); }
+auto take(magpie::shared_mutex &m) { return m.lock(); }
 void give(magpie::mutex &m) { m.unlock(); }
 void give(magpie::semaphore &s) { s.release(); }
+void give(magpie::shared_mutex &m) { m.unlock(); }
 std::size_t waiting(magpie::mutex &m) { return m.waiting(); }
 std::size_t waiting(magpie::semaphore &s) { return s.waiting(); }
+std::size_t waiting(magpie::shared_mutex &m) { return m.waiting(); }
 
 template <typename Prim>
 std::unique_ptr<Prim> make_prim(std::size_t permits) {
-  if constexpr (std::is_same_v<Prim, magpie::mutex>) {
-    static_cast<void>(permits);
-    return std::make_unique<magpie::mutex>();
-  } else {
+  if constexpr (std::is_same_v<Prim, magpie::semaphore>) {
     return std::make_unique<magpie::semaphore>(permits);
+  } else {
+    static_cast<void>(permits);
+    return std::make_unique<Prim>();
   }
 }
 
@@ -101,6 +107,13 @@ magpie::future<void> block_other_worker(magpie::pool *p, stage<Prim> *s) {
   return x;
 }
 
+std::unique_ptr<magpie::pool> two_worker_pool(sched_kind k) {
+  if (k == sched_kind::busy) {
+    return std::make_unique<magpie::busy_pool>(2);
+  }
+  return std::make_unique<magpie::lazy_pool>(2);
+}
+
 enum class stage_end {
   retake_loop,
   destroy_with_heir,
@@ -147,7 +160,19 @@ task<int> one_permit_scene(magpie::pool *p, stage<Prim> *s, stage_end how, int r
   co_return r;
 }
 
-enum class prim_kind { mutex, semaphore };
+enum class prim_kind { mutex, semaphore, shared_mutex };
+
+char const *prim_name(prim_kind k) {
+  switch (k) {
+  case prim_kind::mutex:
+    return "mutex_";
+  case prim_kind::semaphore:
+    return "semaphore_";
+  case prim_kind::shared_mutex:
+    break;
+  }
+  return "shared_mutex_";
+}
 
 struct handoff_param {
   prim_kind prim;
@@ -156,13 +181,6 @@ struct handoff_param {
 
 class handoff_test : public ::testing::TestWithParam<handoff_param> {
 protected:
-  std::unique_ptr<magpie::pool> make_pool() const {
-    if (GetParam().sched == sched_kind::busy) {
-      return std::make_unique<magpie::busy_pool>(2);
-    }
-    return std::make_unique<magpie::lazy_pool>(2);
-  }
-
   /// Runs one_permit_scene on a fresh pool (destroyed before this returns: every hold ended);
   /// returns W's result and the order log.
   template <typename Prim>
@@ -170,7 +188,7 @@ protected:
     stage<Prim> s;
     int r = 0;
     {
-      auto p = make_pool();
+      auto p = two_worker_pool(GetParam().sched);
       r = magpie::sync_wait(*p, one_permit_scene<Prim>, p.get(), &s, how, rounds);
     }
     if (s.m != nullptr) {
@@ -180,15 +198,21 @@ protected:
   }
 
   std::pair<int, std::string> one_permit(stage_end how, int rounds = 0) const {
-    if (GetParam().prim == prim_kind::mutex) {
+    switch (GetParam().prim) {
+    case prim_kind::mutex:
       return one_permit<magpie::mutex>(how, rounds);
+    case prim_kind::semaphore:
+      return one_permit<magpie::semaphore>(how, rounds);
+    case prim_kind::shared_mutex:
+      break;
     }
-    return one_permit<magpie::semaphore>(how, rounds);
+    return one_permit<magpie::shared_mutex>(how, rounds);
   }
 };
 
 TEST_P(handoff_test, a_retake_revokes_an_unstarted_handoff_at_most_fairness_bound_times) {
   static_assert(magpie::mutex::fairness_bound == magpie::semaphore::fairness_bound);
+  static_assert(magpie::mutex::fairness_bound == magpie::shared_mutex::fairness_bound);
   int const rounds = static_cast<int>(magpie::mutex::fairness_bound) + 5;
   auto [r, order] = one_permit(stage_end::retake_loop, rounds);
   EXPECT_EQ(r, 1);
@@ -219,10 +243,12 @@ INSTANTIATE_TEST_SUITE_P(two_workers, handoff_test,
                          ::testing::Values(handoff_param{prim_kind::mutex, sched_kind::busy},
                                            handoff_param{prim_kind::mutex, sched_kind::lazy},
                                            handoff_param{prim_kind::semaphore, sched_kind::busy},
-                                           handoff_param{prim_kind::semaphore, sched_kind::lazy}),
+                                           handoff_param{prim_kind::semaphore, sched_kind::lazy},
+                                           handoff_param{prim_kind::shared_mutex, sched_kind::busy},
+                                           handoff_param{prim_kind::shared_mutex,
+                                                         sched_kind::lazy}),
                          [](auto const &info) {
-                           return std::string(info.param.prim == prim_kind::mutex ? "mutex_"
-                                                                                  : "semaphore_") +
+                           return std::string(prim_name(info.param.prim)) +
                                   (info.param.sched == sched_kind::busy ? "busy" : "lazy");
                          });
 
@@ -265,12 +291,7 @@ protected:
     stage<magpie::semaphore> s(0);
     int r = 0;
     {
-      std::unique_ptr<magpie::pool> p;
-      if (GetParam() == sched_kind::busy) {
-        p = std::make_unique<magpie::busy_pool>(2);
-      } else {
-        p = std::make_unique<magpie::lazy_pool>(2);
-      }
+      auto p = two_worker_pool(GetParam());
       r = magpie::sync_wait(*p, two_permit_scene, p.get(), &s, how);
     }
     if (s.m != nullptr) {
@@ -294,6 +315,90 @@ TEST_P(semaphore_handoff_test, destroyed_with_two_unstarted_handoffs_fails_only_
 }
 
 INSTANTIATE_TEST_SUITE_P(two_workers, semaphore_handoff_test,
+                         ::testing::Values(sched_kind::busy, sched_kind::lazy),
+                         [](auto const &info) {
+                           return std::string(info.param == sched_kind::busy ? "busy" : "lazy");
+                         });
+
+// ---- A shared_mutex: a reader's lock revokes a writer heir as a writer's does (bounded alike,
+// and the heir's exclusivity kept: the order log is appended by U under its share, and by W
+// only once it holds the lock alone); a reader is handed its share for good (a writer's lock
+// that finds only a reader handed the lock queues behind it).
+
+enum class shared_end { reader_retakes, writer_after_reader };
+
+/// A reader: takes its share, logs `name`, gives it back.
+task<int> read_and_log(stage<magpie::shared_mutex> *s, char name) {
+  co_await s->m->lock_shared();
+  s->order.push_back(name);
+  s->m->unlock_shared();
+  co_return 1;
+}
+
+task<int> shared_scene(magpie::pool *p, stage<magpie::shared_mutex> *s, shared_end how,
+                       int rounds) {
+  co_await s->m->lock();
+  magpie::future<int> w;
+  if (how == shared_end::reader_retakes) {
+    w = queue_waiter(p, s, 'W', 1); // a writer
+  } else {
+    w = magpie::spawn(*p, read_and_log, s, 'R');
+    if (!wait_count([s] { return s->m->waiting(); }, 1)) {
+      throw std::runtime_error("the reader never queued");
+    }
+  }
+  auto x = block_other_worker(p, s);
+  if (how == shared_end::reader_retakes) {
+    s->m->unlock(); // hands the lock to W, whose resumption waits behind us
+    for (int i = 0; i < rounds; ++i) {
+      co_await s->m->lock_shared(); // revokes that, until the bound: then queues, and A runs W
+      s->order.push_back('U');
+      s->m->unlock_shared(); // hands the lock back to W (the heir again)
+    }
+  } else {
+    s->m->unlock();        // hands R its share, for good
+    co_await s->m->lock(); // cannot revoke a reader: queues, A runs R, whose unlock hands us it
+    s->order.push_back('U');
+    s->m->unlock();
+  }
+  s->release_blocker.store(1);
+  int const r = co_await w;
+  co_await x;
+  co_return r;
+}
+
+class shared_handoff_test : public ::testing::TestWithParam<sched_kind> {
+protected:
+  std::pair<int, std::string> run(shared_end how, int rounds = 0) const {
+    stage<magpie::shared_mutex> s;
+    int r = 0;
+    {
+      auto p = two_worker_pool(GetParam());
+      r = magpie::sync_wait(*p, shared_scene, p.get(), &s, how, rounds);
+    }
+    EXPECT_EQ(s.m->waiting(), 0U);
+    EXPECT_TRUE(s.m->try_lock()); // free again: every share and the writer's lock came back
+    s.m->unlock();
+    return {r, std::string(s.order.begin(), s.order.end())};
+  }
+};
+
+TEST_P(shared_handoff_test, a_readers_lock_revokes_a_writer_heir_at_most_fairness_bound_times) {
+  int const rounds = static_cast<int>(magpie::shared_mutex::fairness_bound) + 5;
+  auto [r, order] = run(shared_end::reader_retakes, rounds);
+  EXPECT_EQ(r, 1);
+  std::string expected(static_cast<std::size_t>(rounds), 'U');
+  expected.insert(magpie::shared_mutex::fairness_bound, 1, 'W'); // W between U's sections
+  EXPECT_EQ(order, expected);
+}
+
+TEST_P(shared_handoff_test, a_reader_handed_its_share_is_not_revoked) {
+  auto [r, order] = run(shared_end::writer_after_reader);
+  EXPECT_EQ(r, 1);
+  EXPECT_EQ(order, "RU");
+}
+
+INSTANTIATE_TEST_SUITE_P(two_workers, shared_handoff_test,
                          ::testing::Values(sched_kind::busy, sched_kind::lazy),
                          [](auto const &info) {
                            return std::string(info.param == sched_kind::busy ? "busy" : "lazy");

@@ -10,8 +10,13 @@
 // a stream of readers cannot starve a writer. A writer passes only if the lock is entirely free
 // and nobody is queued. When the last holder leaves, the lock goes to the head of the queue: a
 // writer alone, or the whole run of consecutive readers at the head together (they may all hold
-// it at once: each is handed its own share, not invited to race for it). Neither side starves:
-// every waiter is served after at most the waiters queued before it.
+// it at once: each is handed its own share, not invited to race for it).
+//
+// A writer task handed the lock is revocable until its resumption starts, as magpie::mutex's
+// (detail/heir_queue.hpp): a task of the same pool that locks meanwhile — exclusively or shared —
+// takes the lock back, and the writer returns to the head of the queue, at most fairness_bound
+// times per wait. Readers are handed their shares for good. Neither side starves: every waiter
+// is served after at most the waiters queued before it and fairness_bound revocations.
 // Protocol and proof sketch: docs/protocols.md §9.5.
 
 #include <cstddef>
@@ -22,6 +27,7 @@
 #include "magpie/core/config.hpp"
 #include "magpie/core/frame.hpp"
 #include "magpie/sync/detail/blocking.hpp"
+#include "magpie/sync/detail/heir_queue.hpp"
 #include "magpie/sync/detail/lock_word.hpp"
 #include "magpie/sync/detail/permits.hpp"
 #include "magpie/sync/detail/waiter.hpp"
@@ -30,34 +36,41 @@
 namespace magpie::sync {
 
 /// A readers/writer lock for tasks and (blocking) plain threads, FIFO-fair with direct hand-off
-/// (see the top of this file). Ownership is not tied to a thread (tasks move between workers).
-/// Not recursive, no upgrade. Every member may be called concurrently from any thread or task.
-/// Destroying it while tasks or threads wait makes their lock throw magpie::abandoned_wait.
+/// and a writer's revocable hand-off (see the top of this file). Ownership is not tied to a thread
+/// (tasks move between workers). Not recursive, no upgrade. Every member may be called
+/// concurrently from any thread or task. Destroying it while tasks or threads wait (or a writer
+/// task handed the lock has not resumed yet) makes their lock throw magpie::abandoned_wait.
 ///
 /// Cost: an uncontended lock, lock_shared, unlock or unlock_shared is one CAS; otherwise a short
 /// internal spin lock, and a suspension (one park, one resubmission) per waiting task.
-class shared_mutex {
+class shared_mutex : private detail::heir_queue {
 public:
+  /// How many times a waiting writer's hand-off may be revoked by tasks that lock meanwhile: the
+  /// bound on the lock's unfairness (see the top of this file).
+  static constexpr std::size_t fairness_bound = max_revocations;
+
   /// An unlocked shared_mutex.
-  shared_mutex() noexcept = default;
+  shared_mutex() noexcept : heir_queue(0) {}
   shared_mutex(shared_mutex const &) = delete;
   shared_mutex &operator=(shared_mutex const &) = delete;
-  /// Releases every task and thread still waiting with magpie::abandoned_wait.
-  ~shared_mutex() {
-    detail::release_all(m_waiters.take_all(), std::make_exception_ptr(abandoned_wait()));
-  }
+  /// Releases every task and thread still waiting with magpie::abandoned_wait (the base's
+  /// destructor, which also fails a writer handed the lock whose resumption has not started).
+  ~shared_mutex() = default;
 
   /// The awaitable of every lock request; `Guard` is what the co_await returns. Internal.
   template <bool Exclusive, typename Guard>
   struct lock_awaitable : detail::wait_awaitable<lock_awaitable<Exclusive, Guard>> {
     /// The shared_mutex to lock.
     shared_mutex *m_mutex = nullptr;
-    /// Fast path, from await_ready: succeeds without suspending when it can
-    /// (sync/detail/waiter.hpp).
-    bool try_now() noexcept { return m_mutex->try_take(Exclusive); }
+    /// Fast path, from await_ready: succeeds without suspending when it can, taking the lock
+    /// free or from a writer heir (sync/detail/waiter.hpp).
+    bool try_now() noexcept {
+      return m_mutex->try_take(Exclusive) ||
+             m_mutex->try_revoke(Exclusive, core::ext::worker_of(*this->m_frame).home());
+    }
     /// Slow path, under the lock: succeeds now (true), or queues `w` to be resumed later (false).
     bool try_or_enqueue(detail::waiter &w) noexcept {
-      return m_mutex->take_or_enqueue(w, Exclusive);
+      return m_mutex->take_or_enqueue(w, Exclusive, w.m_task.home());
     }
     /// What the co_await returns.
     Guard resume_value() const noexcept {
@@ -138,30 +151,18 @@ public:
   void lock_shared_blocking() { take_blocking(false); }
 
   /// Tasks and threads waiting now (a snapshot, for diagnostics and tests).
-  std::size_t waiting() noexcept {
-    m_word.lock();
-    std::size_t const n = m_waiters.size();
-    m_word.unlock();
-    return n;
-  }
+  using heir_queue::waiting;
 
 private:
-  using word_t = detail::lock_word::value_type;
   using lock_word = detail::lock_word;
   // The word: bit 0 the lock_word's lock, bit 1 "waiters queued", bit 2 "a writer holds it",
   // bits 3.. the readers holding it. As in detail/permits.hpp, the word changes only by a CAS
   // whose expected value has the lock bit clear, or by the lock's holder. Invariants while the
   // lock is free: waiters bit ⇔ queue non-empty ⇒ somebody holds the lock; never writer and
-  // readers at once; readers > 0 with a non-empty queue ⇒ the head is a writer.
-  static constexpr word_t waiters_bit = 2;
+  // readers at once; readers > 0 with a non-empty queue ⇒ the head is a writer; an heir ⇒ it
+  // is a writer and holds the lock alone (writer bit, no readers).
   static constexpr word_t writer = 4;
   static constexpr word_t reader = 8;
-
-  /// m_slot of a queued waiter that wants exclusive ownership (null: shared).
-  static void *exclusive_tag() noexcept {
-    static char tag;
-    return &tag;
-  }
 
   static bool can_take(word_t v, bool exclusive) noexcept {
     return exclusive ? v == 0 : (v & (waiters_bit | writer)) == 0;
@@ -188,13 +189,48 @@ private:
     return took;
   }
 
-  bool take_or_enqueue(detail::waiter &w, bool exclusive) noexcept {
-    word_t const v = m_word.lock();
+  /// Under the lock (`v`: the word lock() returned): takes the lock free, or, for a task of
+  /// `mine` (null: never), from the writer heir (revoke_heir); either way releases the lock and
+  /// returns true. False, still holding the lock, if neither.
+  bool take_locked(word_t v, bool exclusive, core::executor *mine) noexcept {
     if (can_take(v, exclusive)) {
       m_word.unlock_with([&](word_t cur) { return cur + (exclusive ? writer : reader); });
       return true;
     }
-    w.m_slot = exclusive ? exclusive_tag() : nullptr;
+    if (heir() != nullptr && revoke_heir(mine)) {
+      // The heir held the lock alone; it is the revoker's now, and the heir heads the queue.
+      // release (in unlock_with): the requeued heir and the waiters bit, to the next lock holder.
+      m_word.unlock_with([exclusive](word_t cur) {
+        return ((cur & ~writer) + (exclusive ? writer : reader)) | waiters_bit;
+      });
+      return true;
+    }
+    return false;
+  }
+
+  /// For a task's lock before it parks (`mine`: the task's executor): takes the lock from a
+  /// writer heir of `mine` whose job has not started, as take_or_enqueue would; false (having
+  /// changed nothing) if there is no such heir or no lock comes of it.
+  bool try_revoke(bool exclusive, core::executor *mine) noexcept {
+    if (heir() == nullptr) {
+      return false; // the common case: no lock taken
+    }
+    if (take_locked(m_word.lock(), exclusive, mine)) {
+      return true; // freed meanwhile, or revoked
+    }
+    m_word.unlock();
+    return false;
+  }
+
+  /// Under the lock: takes the lock (true), or queues `w` (false). A task of `mine` (null for a
+  /// thread: never) may take it from a writer heir (take_locked).
+  bool take_or_enqueue(detail::waiter &w, bool exclusive, core::executor *mine) noexcept {
+    if (take_locked(m_word.lock(), exclusive, mine)) {
+      return true;
+    }
+    // A writer's m_slot is this queue (where its job reports if it is made the heir); a
+    // reader's is null.
+    w.m_slot = exclusive ? static_cast<detail::heir_queue *>(this) : nullptr;
     m_waiters.push(&w);
     // release: the queued waiter → the next lock holder (who may hand it the lock).
     m_word.unlock_with([](word_t cur) { return cur | waiters_bit; });
@@ -203,15 +239,22 @@ private:
 
   /// Under the lock, with `v` the word once the caller's ownership is dropped: if nobody holds
   /// the lock now, grants it to the head of the queue (a writer, or the run of readers at the
-  /// head); releases the lock; wakes whoever was granted it.
+  /// head); releases the lock; wakes whoever was granted it. A writer task becomes the heir
+  /// (there is none: an heir holds the lock, so nobody releases it while one is pending).
   void release_and_grant(word_t v) noexcept {
-    detail::waiter *head = nullptr;
+    detail::waiter *head = nullptr; // handed for good, woken after the lock is released
     detail::waiter **tail = &head;
+    detail::waiter *to_resubmit = nullptr; // the new heir, unless its job is still in flight
     if ((v & ~waiters_bit) == 0) {
       v = 0;
       if (!m_waiters.empty() && front_is_exclusive()) {
-        *tail = m_waiters.pop();
-        tail = &(*tail)->m_next_waiter;
+        detail::waiter *const w = m_waiters.pop();
+        if (!w->m_task) {
+          *tail = w; // a plain thread: handed for good
+          tail = &w->m_next_waiter;
+        } else if (make_heir(*w)) {
+          to_resubmit = w;
+        }
         v = writer;
       } else {
         while (!m_waiters.empty() && !front_is_exclusive()) {
@@ -228,10 +271,14 @@ private:
     // release: our section and the grant → the next lock holder and the fast paths; the woken
     // waiters are ordered after this by their executor's queue (or their blocking mutex).
     m_word.unlock_with([v](word_t) { return v; });
+    if (to_resubmit != nullptr) {
+      to_resubmit->wake(); // point of no return (a revoker may already have requeued it: its job
+                           // is then a no-op)
+    }
     detail::hand_to_all(head); // point of no return for each; the primitive is not touched again
   }
 
-  bool front_is_exclusive() const noexcept { return m_waiters.front()->m_slot == exclusive_tag(); }
+  bool front_is_exclusive() const noexcept { return m_waiters.front()->m_slot != nullptr; }
 
   void take_blocking(bool exclusive) {
     if (detail::on_worker_thread()) {
@@ -242,14 +289,11 @@ private:
       return;
     }
     detail::blocking_waiter w;
-    if (take_or_enqueue(w, exclusive)) {
+    if (take_or_enqueue(w, exclusive, nullptr)) {
       return;
     }
     w.block();
   }
-
-  lock_word m_word;
-  detail::waiter_queue m_waiters; // guarded by the lock
 };
 
 } // namespace magpie::sync
