@@ -1,12 +1,18 @@
 // Mixed stress: random programs that combine fork/join, channel traffic, event token rings,
-// latches and barriers, checked against an expected result computed serially. Every scheduler,
-// several seeds; channel capacity, actor counts and work sizes are drawn from the seed.
+// latches, barriers, locks and spawns, checked against an expected result computed serially.
+// Every scheduler, several seeds; channel capacity, actor counts and work sizes are drawn from
+// the seed.
 //
 // A program: P producers each send a random-length sequence of values fib(n_k) + k, where each
 // fib is computed by fork/join; C consumers receive until the channel is closed and sum what they
 // get; a closer closes it once a latch says every producer is done; E ring tasks pass a token
 // around a ring of auto-reset events R times, doing a fork/join fib at every hop; B barrier
-// tasks run phases, each adding its index per phase. The root checks the grand total.
+// tasks run phases, each adding its index per phase; L lockers each run rounds of one of: a
+// magpie::mutex section around a fork/join fib, a shared_mutex write (two plain counters moved
+// together) or read (checking they agree), a section of a two-permit semaphore (checking at most
+// two are inside), or a spawned fib awaited through its future (a mutex section on the inline
+// scheduler, which has no pool to spawn on). The root checks the grand total, which includes the
+// plain counters the locks guard (a lost update shows), and that no check inside a lock failed.
 
 #include <atomic>
 #include <cstdint>
@@ -25,6 +31,8 @@ namespace {
 using namespace magpie::test;
 using magpie::task;
 
+enum class lock_kind { mutex, write, read, semaphore, spawn };
+
 struct program {
   std::uint32_t seed;
   int producers;
@@ -35,6 +43,8 @@ struct program {
   int barrier_tasks;
   std::size_t capacity;
   std::vector<std::vector<int>> fib_args; // per producer: the n_k
+  int lockers;
+  int lock_rounds;
 
   static program draw(std::uint32_t seed) {
     std::mt19937 rng(seed);
@@ -55,11 +65,45 @@ struct program {
       }
       p.fib_args.push_back(std::move(ns));
     }
+    p.lockers = pick(1, 5);
+    p.lock_rounds = pick(5, scaled(80, 10));
     return p;
   }
 
-  long expected() const {
+  /// What locker `l` does in round `r` (drawn from the seed without touching the generator).
+  lock_kind kind(int l, int r) const {
+    return static_cast<lock_kind>(
+        (seed + 31U * static_cast<unsigned>(l) + 7U * static_cast<unsigned>(r)) % 5U);
+  }
+
+  /// The lockers' part of the total: what the guarded counters must hold at the end.
+  long expected_locked(bool have_pool) const {
     long total = 0;
+    for (int l = 0; l < lockers; ++l) {
+      for (int r = 0; r < lock_rounds; ++r) {
+        switch (kind(l, r)) {
+        case lock_kind::spawn:
+          total += have_pool ? 1000 * serial_fib(9) : serial_fib(8);
+          break;
+        case lock_kind::mutex:
+          total += serial_fib(8);
+          break;
+        case lock_kind::write:
+          total += 2; // both counters
+          break;
+        case lock_kind::semaphore:
+          total += 100;
+          break;
+        case lock_kind::read:
+          break;
+        }
+      }
+    }
+    return total;
+  }
+
+  long expected(bool have_pool) const {
+    long total = expected_locked(have_pool);
     for (auto const &ns : fib_args) {
       for (std::size_t k = 0; k < ns.size(); ++k) {
         total += serial_fib(ns[k]) + static_cast<long>(k);
@@ -73,18 +117,82 @@ struct program {
 
 struct shared {
   program const *prog;
+  magpie::pool *pool; // null on the inline scheduler
   magpie::channel<long> ch;
   magpie::latch producers_done;
   std::vector<std::unique_ptr<magpie::event>> ring;
   magpie::barrier<> phase_barrier;
+  magpie::mutex m;
+  long mutex_sum = 0; // guarded by m
+  magpie::shared_mutex rw;
+  long rw_a = 0; // guarded by rw, as rw_b: a writer moves both, a reader checks they agree
+  long rw_b = 0;
+  magpie::semaphore sem{2};
+  std::atomic<int> inside_sem{0};
+  std::atomic<long> sem_sum{0};
+  std::atomic<long> spawn_sum{0};
+  std::atomic<int> violations{0}; // a check inside a lock that failed
 
-  explicit shared(program const &p)
-      : prog(&p), ch(p.capacity), producers_done(p.producers), phase_barrier(p.barrier_tasks) {
+  shared(program const &p, magpie::pool *pl)
+      : prog(&p), pool(pl), ch(p.capacity), producers_done(p.producers),
+        phase_barrier(p.barrier_tasks) {
     for (int i = 0; i < p.ring; ++i) {
       ring.push_back(std::make_unique<magpie::event>(magpie::event::reset::automatic));
     }
   }
 };
+
+task<void> mutex_section(shared *s) {
+  auto g = co_await s->m.scoped_lock();
+  long v = 0;
+  co_await magpie::call(&v, fib, 8); // fork/join while holding the lock
+  s->mutex_sum += v;
+}
+
+task<void> locker(int l, shared *s) {
+  program const &p = *s->prog;
+  for (int r = 0; r < p.lock_rounds; ++r) {
+    switch (p.kind(l, r)) {
+    case lock_kind::mutex:
+      co_await magpie::call(mutex_section, s);
+      break;
+    case lock_kind::write: {
+      auto g = co_await s->rw.scoped_lock();
+      ++s->rw_a;
+      spin_work(2000);
+      ++s->rw_b;
+      break;
+    }
+    case lock_kind::read: {
+      auto g = co_await s->rw.scoped_lock_shared();
+      long const a = s->rw_a;
+      spin_work(2000);
+      if (a != s->rw_b) {
+        s->violations.fetch_add(1);
+      }
+      break;
+    }
+    case lock_kind::semaphore:
+      co_await s->sem.acquire();
+      if (s->inside_sem.fetch_add(1) + 1 > 2) {
+        s->violations.fetch_add(1);
+      }
+      spin_work(2000);
+      s->inside_sem.fetch_sub(1);
+      s->sem_sum.fetch_add(100);
+      s->sem.release();
+      break;
+    case lock_kind::spawn:
+      if (s->pool == nullptr) {
+        co_await magpie::call(mutex_section, s);
+      } else {
+        auto f = magpie::spawn(*s->pool, fib, 9);
+        s->spawn_sum.fetch_add(1000 * co_await f);
+      }
+      break;
+    }
+  }
+}
 
 task<long> actor(int i, shared *s) {
   program const &p = *s->prog;
@@ -134,6 +242,11 @@ task<long> actor(int i, shared *s) {
     }
     co_return sum;
   }
+  int const barrier_end = ring_end + p.barrier_tasks;
+  if (i >= barrier_end) {
+    co_await magpie::call(locker, i - barrier_end, s);
+    co_return 0;
+  }
   long sum = 0;
   auto const b = static_cast<long>(i - ring_end);
   for (int ph = 0; ph < p.phases; ++ph) {
@@ -145,10 +258,11 @@ task<long> actor(int i, shared *s) {
 
 task<long> run_program(shared *s) {
   program const &p = *s->prog;
-  int const actors = p.producers + p.consumers + 1 + p.ring + p.barrier_tasks;
+  int const actors = p.producers + p.consumers + 1 + p.ring + p.barrier_tasks + p.lockers;
   long total = 0;
   co_await magpie::call(&total, fork_n<decltype(&actor), shared *>, actors, &actor, s);
-  co_return total;
+  // Every actor has finished: the guarded counters are ours to read.
+  co_return total + s->mutex_sum + s->rw_a + s->rw_b + s->sem_sum.load() + s->spawn_sum.load();
 }
 
 using mixed_stress_test = scheduler_test;
@@ -157,10 +271,13 @@ TEST_P(mixed_stress_test, random_programs_match_the_serial_result) {
   int const programs = scaled(40, 8);
   for (int k = 0; k < programs; ++k) {
     program const p = program::draw(static_cast<std::uint32_t>(0x5eed0000u + 977u * k));
-    shared s(p);
-    EXPECT_EQ(m_sched.run(run_program, &s), p.expected())
+    shared s(p, m_sched.pool());
+    EXPECT_EQ(m_sched.run(run_program, &s), p.expected(s.pool != nullptr))
         << "seed " << p.seed << " capacity " << p.capacity << " producers " << p.producers
-        << " consumers " << p.consumers;
+        << " consumers " << p.consumers << " lockers " << p.lockers;
+    EXPECT_EQ(s.violations.load(), 0) << "seed " << p.seed;
+    EXPECT_EQ(s.rw_a, s.rw_b) << "seed " << p.seed;
+    EXPECT_EQ(s.sem.count(), 2U);
     EXPECT_TRUE(s.ch.is_closed());
     EXPECT_EQ(s.ch.size(), 0u);
   }
