@@ -46,11 +46,11 @@ struct waiter : core::job {
   core::ext::task_handle m_task;   ///< the parked task
   std::exception_ptr m_error;      ///< thrown from the co_await if set by fail()
   void *m_slot = nullptr; ///< primitive-defined: e.g. where a channel puts the received value
-  /// A mutex's or semaphore's revocable hand-off (permits.hpp, heir_state): accessed atomically
-  /// through heir_state_ref (a plain byte keeps the awaitable movable, which a request's
-  /// magpie_bind needs).
+  /// A mutex's, semaphore's or shared_mutex writer's revocable hand-off (heir_queue.hpp,
+  /// heir_state): accessed atomically through heir_state_ref (a plain byte keeps the awaitable
+  /// movable, which a request's magpie_bind needs).
   std::uint8_t m_heir_state = 0;
-  std::uint8_t m_revocations = 0; ///< times this wait's hand-off was revoked (permits.hpp)
+  std::uint8_t m_revocations = 0; ///< times this wait's hand-off was revoked (heir_queue.hpp)
 
   /// Resubmits the task to its pool. Any thread; never blocks. Point of no return: from here on
   /// the task may run, and this waiter (in its frame) may be gone — touch nothing of it after.
