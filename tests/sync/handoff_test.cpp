@@ -9,7 +9,8 @@
 // strict hand-off), unbounded unfairness (W served late or never), a revocation racing the
 // heir's start (two owners: the order log breaks), an heir that resumes owning a destroyed
 // primitive or whose job touches it (ASan, or a crash), and a lost or doubled executor hold (the
-// pool's destructor hangs, or stops on its own check). The semaphore's own tests: with two
+// pool's destructor hangs, or stops on its own check). A plain thread handed the lock is never
+// revocable (a task that takes again at once queues behind it). The semaphore's own tests: with two
 // permits handed at once, only the first waiter is the heir; the second keeps its permit. The
 // shared_mutex's own: a reader's lock revokes a writer heir (bounded alike); a reader handed
 // its share is not revocable.
@@ -19,6 +20,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -39,6 +41,9 @@ auto take(magpie::shared_mutex &m) { return m.lock(); }
 void give(magpie::mutex &m) { m.unlock(); }
 void give(magpie::semaphore &s) { s.release(); }
 void give(magpie::shared_mutex &m) { m.unlock(); }
+void take_blocking(magpie::mutex &m) { m.lock_blocking(); }
+void take_blocking(magpie::semaphore &s) { s.acquire_blocking(); }
+void take_blocking(magpie::shared_mutex &m) { m.lock_blocking(); }
 std::size_t waiting(magpie::mutex &m) { return m.waiting(); }
 std::size_t waiting(magpie::semaphore &s) { return s.waiting(); }
 std::size_t waiting(magpie::shared_mutex &m) { return m.waiting(); }
@@ -160,6 +165,39 @@ task<int> one_permit_scene(magpie::pool *p, stage<Prim> *s, stage_end how, int r
   co_return r;
 }
 
+/// U holds the primitive; a plain thread T queues for it; U gives it (T is handed it for good:
+/// threads are never revocable) and takes it again at once, which must wait for T.
+template <typename Prim>
+task<void> thread_handoff_scene(stage<Prim> *s, std::thread *t) {
+  co_await take(*s->m);
+  *t = std::thread([s] {
+    take_blocking(*s->m);
+    s->order.push_back('T');
+    give(*s->m);
+  });
+  if (!wait_count([s] { return waiting(*s->m); }, 1)) {
+    give(*s->m); // let T finish (it is joined), whatever it is doing
+    throw std::runtime_error("the thread never queued");
+  }
+  give(*s->m);          // T holds it now, for good
+  co_await take(*s->m); // so this queues behind T instead of taking it back
+  s->order.push_back('U');
+  give(*s->m);
+}
+
+/// Joins a thread on every path out of a scope.
+struct joiner {
+  std::thread t;
+  joiner() = default;
+  joiner(joiner const &) = delete;
+  joiner &operator=(joiner const &) = delete;
+  ~joiner() {
+    if (t.joinable()) {
+      t.join();
+    }
+  }
+};
+
 enum class prim_kind { mutex, semaphore, shared_mutex };
 
 char const *prim_name(prim_kind k) {
@@ -197,6 +235,30 @@ protected:
     return {r, std::string(s.order.begin(), s.order.end())};
   }
 
+  /// Runs thread_handoff_scene on a fresh pool; returns the order log.
+  template <typename Prim>
+  std::string thread_handoff() const {
+    stage<Prim> s;
+    {
+      joiner j;
+      auto p = two_worker_pool(GetParam().sched);
+      magpie::sync_wait(*p, thread_handoff_scene<Prim>, &s, &j.t);
+    }
+    return {s.order.begin(), s.order.end()};
+  }
+
+  std::string thread_handoff() const {
+    switch (GetParam().prim) {
+    case prim_kind::mutex:
+      return thread_handoff<magpie::mutex>();
+    case prim_kind::semaphore:
+      return thread_handoff<magpie::semaphore>();
+    case prim_kind::shared_mutex:
+      break;
+    }
+    return thread_handoff<magpie::shared_mutex>();
+  }
+
   std::pair<int, std::string> one_permit(stage_end how, int rounds = 0) const {
     switch (GetParam().prim) {
     case prim_kind::mutex:
@@ -219,6 +281,10 @@ TEST_P(handoff_test, a_retake_revokes_an_unstarted_handoff_at_most_fairness_boun
   std::string expected(static_cast<std::size_t>(rounds + 1), 'U');
   expected[magpie::mutex::fairness_bound] = 'W'; // exactly the bound's sections went first
   EXPECT_EQ(order, expected);
+}
+
+TEST_P(handoff_test, a_plain_thread_handed_the_lock_is_not_revoked) {
+  EXPECT_EQ(thread_handoff(), "TU");
 }
 
 TEST_P(handoff_test, destroyed_with_an_unstarted_heir_fails_its_wait) {
