@@ -7,12 +7,15 @@
 //               ping-pong (each waits on its event, then sets the other's); one round trip = one
 //               task suspended on wait() and resumed by the other's set(). Rounds counted and
 //               checked.
+//   event_timed_rt  the same ping-pong with `co_await wait_for(10s)` (Linux): every wait arms a
+//               deadline in the reactor and the set() that releases it claims it, the resumed
+//               task cancels it; a wait that times out fails the check.
 //   cv_rt       the same ping-pong between two std::threads with a std::mutex and a
 //               std::condition_variable (one hand-off = one round trip).
 //
 // Prints one line per benchmark: name, median ns, min, max over --reps runs (default 7), and
 // "check OK" (exit status 1 if any check fails). Usage: sync_bench [--reps N] [--quick]
-// [--only channel|event|cv] (one kind only, e.g. under perf)
+// [--only channel|event|event_timed|cv] (one kind only, e.g. under perf)
 
 #include <algorithm>
 #include <atomic>
@@ -120,41 +123,55 @@ void bench_channel(int reps, long per_producer, std::size_t capacity) {
 // ---------------------------------------------------------------------------------------------
 // suspend→resume round trip through events, one worker
 
+/// Waits on `ev`: plainly (the event_rt row, as it always was), or with a deadline that must not
+/// pass (Linux; a timeout counts as a round that did not pass).
+template <bool Timed>
 magpie::task<long> ping(magpie::event *mine, magpie::event *other, long rounds, bool first) {
   long n = 0;
   for (long i = 0; i < rounds; ++i) {
     if (first) {
       other->set();
+    }
+#if defined(__linux__)
+    if constexpr (Timed) {
+      bool const passed = co_await mine->wait_for(std::chrono::seconds(10));
+      n += passed ? 1 : 0;
+    } else
+#endif
+    {
       co_await mine->wait();
-    } else {
-      co_await mine->wait();
+      ++n;
+    }
+    if (!first) {
       other->set();
     }
-    ++n;
   }
   co_return n;
 }
 
+template <bool Timed>
 magpie::task<long> ping_pong(long rounds) {
   magpie::event a(magpie::event::reset::automatic);
   magpie::event b(magpie::event::reset::automatic);
   long x = 0;
   long y = 0;
-  co_await magpie::fork(&x, ping, &b, &a, rounds, false);
-  co_await magpie::call(&y, ping, &a, &b, rounds, true);
+  co_await magpie::fork(&x, ping<Timed>, &b, &a, rounds, false);
+  co_await magpie::call(&y, ping<Timed>, &a, &b, rounds, true);
   co_await magpie::join();
   co_return x + y;
 }
 
-void bench_event(int reps, long rounds) {
+void bench_event(int reps, long rounds, bool timed) {
+  char const *const name = timed ? "event_timed_rt" : "event_rt";
   magpie::busy_pool pool(1);
   series s;
   for (int rep = 0; rep <= reps; ++rep) {
     auto t0 = clock_type::now();
-    long n = magpie::sync_wait(pool, ping_pong, rounds);
+    long n = timed ? magpie::sync_wait(pool, ping_pong<true>, rounds)
+                   : magpie::sync_wait(pool, ping_pong<false>, rounds);
     auto t1 = clock_type::now();
     if (n != 2 * rounds) {
-      std::printf("event_rt: %ld rounds (expected %ld)\n", n, 2 * rounds);
+      std::printf("%s: %ld rounds passed (expected %ld)\n", name, n, 2 * rounds);
       g_ok = false;
     }
     if (rep > 0) {
@@ -162,7 +179,8 @@ void bench_event(int reps, long rounds) {
                      static_cast<double>(2 * rounds));
     }
   }
-  s.report("event_rt", "ns per suspend->resume (1 worker)");
+  s.report(name, timed ? "ns per suspend->resume, wait_for (1 worker)"
+                       : "ns per suspend->resume (1 worker)");
 }
 
 void bench_cv(int reps, long rounds) {
@@ -224,8 +242,13 @@ int main(int argc, char **argv) {
     bench_channel(reps, 1'000'000 / scale, 64);
   }
   if (wanted("event")) {
-    bench_event(reps, 1'000'000 / scale);
+    bench_event(reps, 1'000'000 / scale, false);
   }
+#if defined(__linux__)
+  if (wanted("event_timed")) {
+    bench_event(reps, 1'000'000 / scale, true);
+  }
+#endif
   if (wanted("cv")) {
     bench_cv(reps, 200'000 / scale);
   }

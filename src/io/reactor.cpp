@@ -229,9 +229,10 @@ private:
 
   /// A descriptor wait with a deadline is woken by whoever claims it first: the descriptor's
   /// side (event, cancel: under the entry's lock) or the timer (under the shard's lock).
-  static bool claim(fd_awaitable &a) noexcept {
+  static bool claim(wait_node &a) noexcept {
     // acq_rel: the loser touches the node no more after this; the winner takes the other lock
-    // (shard or entry) before waking, which orders the loser's last access before the wake.
+    // (shard and entry, or shard and the primitive's) before waking, which orders the loser's
+    // last access before the wake.
     return a.m_deadline == no_deadline || !a.m_claimed.exchange(true, std::memory_order_acq_rel);
   }
 
@@ -274,8 +275,9 @@ private:
       s.lock.lock();
       while (!s.heap.empty() && s.heap.top()->m_deadline <= now) {
         wait_node *n = s.heap.pop();
-        if (n->m_kind == wait_node::fd_kind && !claim(static_cast<fd_awaitable &>(*n))) {
-          continue; // the descriptor's side claimed it and wakes it: touch it no more
+        if (n->m_kind != wait_node::sleep_kind && !claim(*n)) {
+          continue; // the descriptor's (or primitive's) side claimed it and wakes it: touch it no
+                    // more
         }
         n->m_next = list; // the job link is free until the wake
         list = n;
@@ -289,6 +291,9 @@ private:
         if (n->m_kind == wait_node::sleep_kind) {
           n->m_result = wait_node::ready;
           n->wake(); // point of no return
+        } else if (n->m_kind == wait_node::timeout_kind) {
+          auto &t = static_cast<timeout_node &>(*n);
+          t.m_expired(t); // takes it out of its primitive and wakes it: point of no return
         } else {
           timed_out(static_cast<fd_awaitable &>(*n));
         }

@@ -131,6 +131,14 @@ check waiter.auto                      waiter.pml  pass safety -DAUTO
 check waiter.auto.BUG_NO_RECHECK       waiter.pml  fail safety -DAUTO -DBUG_NO_RECHECK
 check waiter.auto.BUG_SET_IGNORES_QUEUED waiter.pml fail safety -DAUTO -DBUG_SET_IGNORES_QUEUED
 check waiter.auto.BUG_SOLO_DROPPED     waiter.pml  fail safety -DAUTO -DBUG_SOLO_DROPPED
+#     a timed wait on an auto-reset event: set() and the deadline race to claim the waiter
+check timed_wait                       timed_wait.pml pass safety
+check timed_wait.BUG_IGNORE_CLAIM      timed_wait.pml fail safety -DBUG_IGNORE_CLAIM
+check timed_wait.BUG_DROP_SET          timed_wait.pml fail safety -DBUG_DROP_SET
+check timed_wait.BUG_OUTCOME_LATE      timed_wait.pml fail safety -DBUG_OUTCOME_LATE
+check timed_wait.BUG_NO_CANCEL         timed_wait.pml fail safety -DBUG_NO_CANCEL
+check timed_wait.dtor                  timed_wait.pml pass safety -DDTOR
+check timed_wait.dtor.BUG_DTOR_NO_WAIT timed_wait.pml fail safety -DDTOR -DBUG_DTOR_NO_WAIT
 
 # (e) the reactor's sleep against a timer being armed (docs/protocols.md §10)
 check reactor                 reactor.pml pass safety

@@ -28,7 +28,7 @@ inline constexpr nanos no_deadline = std::numeric_limits<nanos>::max();
 /// in a timer heap. Lives in the waiting task's frame; pending from arming until the party that
 /// claims it (the timer, the descriptor, a cancel) wakes it.
 struct wait_node : core::job {
-  enum kind_t : std::uint8_t { sleep_kind, fd_kind };
+  enum kind_t : std::uint8_t { sleep_kind, fd_kind, timeout_kind };
   enum result_t : std::uint8_t { pending, ready, timed_out, cancelled, out_of_memory, failed };
   static constexpr std::uint32_t not_queued = std::numeric_limits<std::uint32_t>::max();
 
@@ -38,7 +38,7 @@ struct wait_node : core::job {
   std::uint8_t m_shard = 0;           ///< the shard it was armed in
   kind_t m_kind = sleep_kind;
   result_t m_result = pending;        ///< what the co_await reports
-  std::atomic<bool> m_claimed{false}; ///< fd waits with a deadline: who wakes the task
+  std::atomic<bool> m_claimed{false}; ///< fd and timed waits with a deadline: who wakes the task
 
   static void run(core::job *j, core::context &worker) noexcept {
     core::ext::resume(static_cast<wait_node *>(j)->m_task, worker);
@@ -47,6 +47,28 @@ struct wait_node : core::job {
   void wake() noexcept { m_task.home()->resubmit(this, core::ext::any_worker); }
 };
 static_assert(sizeof(wait_node) <= 48, "a pending timer's node should stay within 48 bytes");
+
+/// A deadline raced against another waker — a synchronisation primitive's release, for the timed
+/// waits of sync/ (`event::wait_for`). Exactly one party wakes the task: whoever first sets
+/// m_claimed. The primitive claims it under its own lock; the reactor claims it under its shard's
+/// lock while it pops the node, and, if it wins, calls `m_expired` on its own thread after
+/// leaving that lock (m_result is still `pending`). `m_expired` must take the waiter out of the
+/// primitive (whose loser left it there), set m_result to `timed_out` and wake the task; it may
+/// take the primitive's lock but must not block otherwise. A primitive that wins the claim must
+/// cancel_timer() the node before the task's frame is gone (the shard lock orders the reactor's
+/// last touch of a node it popped and lost before that). Protocol: docs/protocols.md §9.8.
+struct timeout_node : wait_node {
+  void (*m_expired)(timeout_node &) noexcept = nullptr; ///< the reactor's side, if it wins
+
+  timeout_node() noexcept { m_kind = timeout_kind; }
+
+  /// The primitive's side: true if it claimed the wait (the timer will not wake it).
+  bool claim() noexcept {
+    // acq_rel: as the reactor's claim (src/io/reactor.cpp): the loser touches the node no more
+    // outside the lock that the winner takes before waking.
+    return !m_claimed.exchange(true, std::memory_order_acq_rel);
+  }
+};
 
 /// A test-and-test-and-set lock for the few instructions of a heap update. Critical sections are
 /// O(log n) pointer moves; a waiter that spins long (its holder was preempted) yields the core.

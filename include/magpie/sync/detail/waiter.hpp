@@ -133,7 +133,52 @@ public:
     return w;
   }
 
+  /// Unlinks `w` if it is queued: true if it was. O(its position in the queue).
+  bool remove(waiter *w) noexcept {
+    waiter *prev = nullptr;
+    for (waiter *cur = m_head; cur != nullptr; prev = cur, cur = cur->m_next_waiter) {
+      if (cur == w) {
+        unlink_after(prev, cur);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// Unlinks the waiters for which `take(w)` is true, oldest first, stopping after `limit` of
+  /// them; returns them as a list linked by m_next_waiter (as take_all). `take` is called on each
+  /// waiter in order until the limit is reached, and may have side effects (a claim).
+  template <typename Take>
+  waiter *take_if(Take take, std::size_t limit) noexcept {
+    waiter *first = nullptr;
+    waiter *last = nullptr;
+    waiter *prev = nullptr;
+    for (waiter *cur = m_head; cur != nullptr && limit != 0;) {
+      waiter *const next = cur->m_next_waiter;
+      if (take(*cur)) {
+        unlink_after(prev, cur);
+        cur->m_next_waiter = nullptr;
+        (last == nullptr ? first : last->m_next_waiter) = cur;
+        last = cur;
+        --limit;
+      } else {
+        prev = cur;
+      }
+      cur = next;
+    }
+    return first;
+  }
+
 private:
+  /// Unlinks `cur`, whose predecessor is `prev` (null: `cur` is the head).
+  void unlink_after(waiter *prev, waiter *cur) noexcept {
+    (prev == nullptr ? m_head : prev->m_next_waiter) = cur->m_next_waiter;
+    if (m_tail == cur) {
+      m_tail = prev;
+    }
+    --m_size;
+  }
+
   waiter *m_head = nullptr;
   waiter *m_tail = nullptr;
   std::size_t m_size = 0;

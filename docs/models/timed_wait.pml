@@ -1,0 +1,296 @@
+/* docs/models/timed_wait.pml — a timed wait on an auto-reset magpie::event (include/magpie/sync/
+ * event.hpp: timed_wait_awaitable, pass_or_enqueue_timed, take_queued, take_out_expired, the
+ * destructor) against the reactor's timers (src/io/reactor.cpp: fire_timers, cancel; include/
+ * magpie/io/detail/timer_heap.hpp: timeout_node). docs/protocols.md §9.8, "Timed waits".
+ *
+ * Two tasks wait on the event with a deadline. A waiter's await_suspend ("suspender") and the
+ * task once resumed ("task", started by the wake: it may run on another worker while the
+ * suspender is still returning) are separate processes. The suspender: fast path (flag set?
+ * consume it, pass); else write its outcome "queued", then under the event's lock re-check the
+ * flag (pass: the task never left), or queue itself, arm its deadline (under the shard lock,
+ * nested in the event's), count itself in `timed`, unlock: the point of no return. The reactor:
+ * at any moment after arming ("the deadline passes"), under the shard lock, pop the node and
+ * claim it by exchange; if it won, outside the shard lock, take the event's lock, take the
+ * waiter out of the queue (it must be there), count it out, mark it timed out, unlock, wake it.
+ * The setter (one set()): under the event's lock, take the oldest waiter it can claim (a claimed
+ * one is skipped and left queued); if none, publish the flag; unlock; wake the one it took. The
+ * task: if the outcome is not "queued", return it; if it timed out, return false; else cancel
+ * its timer (under the shard lock) and return true (or abandoned_wait); then its frame is gone.
+ * With -DDTOR a destroyer replaces the setter: once every waiter is queued or done (a legal time
+ * to destroy), under the lock it claims and takes every waiter it can (abandoned_wait), unlocks,
+ * wakes them, then re-takes the lock until `timed` is 0, then frees the event.
+ *
+ * PROPERTIES (exhaustive, safety):
+ *   1. Each waiter is woken at most once (assert in wake) and at least once (every waiter
+ *      finishes, else spin reports an invalid end state).
+ *   2. No lost or doubled set: at the end, waits that passed + the flag = 1 (one set).
+ *   3. The reactor never touches a node whose frame is gone, nor a freed event.
+ *   4. With DTOR, no wait passes (each is abandoned or times out).
+ *
+ * Variants (each must FAIL; tests/models/run_models.sh checks it):
+ *   -DBUG_IGNORE_CLAIM   set() takes the oldest waiter without claiming it: a waiter whose
+ *                        deadline won is woken twice (1)
+ *   -DBUG_DROP_SET       set() stops at a waiter its deadline claimed, neither taking the next
+ *                        one nor publishing the flag: the set is lost (2)
+ *   -DBUG_OUTCOME_LATE   the suspender writes "queued" after its point of no return: the task,
+ *                        woken by the set, reads the old outcome and returns false (2)
+ *   -DBUG_NO_CANCEL      the task released by the set frees its frame without cancelling its
+ *                        timer: the reactor pops a freed node (3)
+ *   -DDTOR -DBUG_DTOR_NO_WAIT  the destructor frees the event without waiting for the reactor
+ *                        to take out the waiters whose deadline won (3)
+ */
+
+#define W 2        /* waiters */
+#define NONE 9
+#define UNDECIDED 0
+#define QUEUED 1
+#define PASSED 2
+#define TIMED_OUT 1
+
+bool ev_lock;
+bool flag;
+byte q[W];         /* FIFO of waiter ids, q[0] the oldest */
+byte qlen;
+byte timed;        /* timed waiters in the queue */
+bool shard_lock;
+bool in_heap[W];
+bool claimed[W];
+byte result[W];    /* the node's m_result: TIMED_OUT once the reactor took it out */
+byte outcome[W];   /* the awaitable's m_outcome */
+bool abandoned[W];
+byte woken[W];
+bool frame_gone[W];
+bool ready[W];     /* queued, or finished without waiting: the event may be destroyed */
+bool event_freed;
+bool set_done;     /* the setter (or destroyer) has finished */
+byte finished;
+byte passes;
+
+inline lock(l) { atomic { l == 0 -> l = 1 } }
+inline unlock(l) { l = 0 }
+
+/* Under the event's lock: unlink waiter w (asserting it is queued); `u` is the caller's scratch. */
+inline unlink(w) {
+  d_step {
+    u = 0;
+    do
+    :: u < qlen && q[u] != w -> u++
+    :: else -> break
+    od;
+    assert(u < qlen);
+    do
+    :: u + 1 < qlen -> q[u] = q[u + 1]; u++
+    :: else -> break
+    od;
+    qlen--;
+    q[qlen] = 0;
+    u = 0
+  }
+}
+
+inline wake(w) {
+  atomic {
+    assert(woken[w] == 0);
+    woken[w]++;
+    run task(w)
+  }
+}
+
+proctype task(byte i) {
+  bool passed = 0;
+  if
+  :: outcome[i] != QUEUED -> passed = (outcome[i] == PASSED)
+  :: else ->
+    if
+    :: result[i] == TIMED_OUT -> skip
+    :: else ->
+#ifndef BUG_NO_CANCEL
+      lock(shard_lock);
+      in_heap[i] = 0;
+      unlock(shard_lock);
+#endif
+      passed = !abandoned[i]
+    fi
+  fi;
+  atomic {
+    frame_gone[i] = 1;
+    passes = passes + passed;
+    finished++
+  }
+}
+
+proctype suspender(byte i) {
+  /* await_ready: the flag (automatic: consumed by CAS) */
+  atomic {
+    if
+    :: flag -> flag = 0; outcome[i] = PASSED; ready[i] = 1; passes++; frame_gone[i] = 1; finished++; goto done
+    :: else -> skip
+    fi
+  }
+#ifndef BUG_OUTCOME_LATE
+  outcome[i] = QUEUED;
+#endif
+  lock(ev_lock);
+  if
+  :: atomic { flag -> flag = 0 } /* try_pass's CAS: a fast-path waiter may race it */
+    unlock(ev_lock);
+    atomic { outcome[i] = PASSED; ready[i] = 1; passes++; frame_gone[i] = 1; finished++ };
+    goto done
+  :: else ->
+    q[qlen] = i;
+    qlen++;
+    lock(shard_lock);
+    in_heap[i] = 1;
+    unlock(shard_lock);
+    timed++;
+    atomic { unlock(ev_lock); ready[i] = 1 } /* the point of no return */
+  fi;
+#ifdef BUG_OUTCOME_LATE
+  outcome[i] = QUEUED;
+#endif
+done:
+  skip
+}
+
+proctype reactor() {
+  byte n = NONE;
+  byte u;
+  bool won;
+end:
+  do
+  :: finished == W -> break
+  :: atomic { shard_lock == 0 && (in_heap[0] || in_heap[1]) -> shard_lock = 1 };
+    if
+    :: in_heap[0] -> n = 0
+    :: in_heap[1] -> n = 1
+    :: else -> n = NONE /* cancelled meanwhile */
+    fi;
+    if
+    :: n != NONE ->
+      assert(!frame_gone[n]);
+      in_heap[n] = 0;
+      atomic { won = !claimed[n]; claimed[n] = 1 } /* the exchange */
+    :: else -> won = 0
+    fi;
+    unlock(shard_lock);
+    if
+    :: won ->
+      assert(!event_freed);
+      lock(ev_lock);
+      assert(!event_freed);
+      unlink(n);
+      timed--;
+      result[n] = TIMED_OUT;
+      unlock(ev_lock);
+      wake(n)
+    :: else -> skip
+    fi;
+    n = NONE
+  od
+}
+
+#ifndef DTOR
+proctype setter() {
+  byte k = 0;
+  byte u;
+  byte taken = NONE;
+  byte w;
+  lock(ev_lock);
+  do
+  :: k < qlen ->
+    w = q[k];
+#ifdef BUG_IGNORE_CLAIM
+    claimed[w] = 1;
+    if :: true -> skip fi;
+#else
+    if
+    :: atomic { !claimed[w] -> claimed[w] = 1 } -> skip
+    :: atomic { claimed[w] -> skip };
+#ifdef BUG_DROP_SET
+      taken = W; /* gives up: "somebody was there" */
+      break;
+#endif
+      k++;
+      goto next
+    fi;
+#endif
+    unlink(w);
+    timed--;
+    taken = w;
+    break;
+next:
+    skip
+  :: else -> break
+  od;
+  if
+  :: taken == NONE -> flag = 1
+  :: else -> skip
+  fi;
+  unlock(ev_lock);
+  if
+  :: taken < W -> wake(taken)
+  :: else -> skip
+  fi;
+  set_done = 1
+}
+#else
+proctype destroyer() {
+  byte k = 0;
+  byte u;
+  byte w;
+  byte took[W];
+  byte ntook = 0;
+  ready[0] && ready[1];
+  lock(ev_lock);
+  do
+  :: k < qlen ->
+    w = q[k];
+    if
+    :: atomic { !claimed[w] -> claimed[w] = 1 } ->
+      unlink(w);
+      timed--;
+      abandoned[w] = 1;
+      took[ntook] = w;
+      ntook++
+    :: atomic { claimed[w] -> skip }; k++
+    fi
+  :: else -> break
+  od;
+  unlock(ev_lock);
+  k = 0;
+  do
+  :: k < ntook -> wake(took[k]); k++
+  :: else -> break
+  od;
+#ifndef BUG_DTOR_NO_WAIT
+  do
+  :: lock(ev_lock);
+    if
+    :: timed == 0 -> unlock(ev_lock); break
+    :: else -> unlock(ev_lock)
+    fi
+  od;
+#endif
+  event_freed = 1;
+  set_done = 1
+}
+#endif
+
+init {
+  atomic {
+    run suspender(0);
+    run suspender(1);
+    run reactor();
+#ifndef DTOR
+    run setter();
+#else
+    run destroyer();
+#endif
+  }
+  finished == W && set_done;
+#ifndef DTOR
+  assert(passes + flag == 1);
+#else
+  assert(passes == 0);
+#endif
+}

@@ -1,0 +1,304 @@
+// magpie::event::wait_for / wait_until (tasks, Linux): a deadline that passes returns false and
+// never early; a set() before it returns true and cancels the timer; a set event or a past
+// deadline does not suspend; auto-reset sets are never lost to waiters timing out at the same
+// moment, and never release two waiters (lost-wake-up hunt); a manual set() racing deadlines;
+// the event destroyed while its timed waiters' deadlines expire (each gets abandoned_wait or
+// false, nothing is touched after free: ASan); waiting inside a fork-join scope; a pool
+// destroyed while a timed wait is pending; and the reactor's heaps empty again after each test.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "common/test_support.hpp"
+#include "magpie/io.hpp"
+#include "sync/sync_support.hpp"
+
+namespace {
+
+using namespace magpie::test;
+using namespace std::chrono_literals;
+using magpie::event;
+using magpie::task;
+using magpie::io::clock;
+
+using event_timed_test = scheduler_test;
+
+std::size_t pending_timers() { return magpie::io::reactor_statistics().pending_timers; }
+
+/// A spread of durations in [lo, lo + span) µs, by index (no shared generator between tasks).
+std::chrono::microseconds spread(int i, int lo, int span) {
+  auto const h = static_cast<std::uint32_t>(i) * 2654435761u;
+  return std::chrono::microseconds(lo + static_cast<int>(h % static_cast<std::uint32_t>(span)));
+}
+
+TEST_P(event_timed_test, a_deadline_that_passes_returns_false_and_never_early) {
+  event ev;
+  auto body = [](event *e) -> task<bool> {
+    auto const start = clock::now();
+    bool const passed = co_await e->wait_for(5ms);
+    co_return !passed && clock::now() - start >= 5ms;
+  };
+  EXPECT_TRUE(m_sched.run(body, &ev));
+  EXPECT_EQ(ev.waiting(), 0u);
+  EXPECT_FALSE(ev.is_set());
+  EXPECT_EQ(pending_timers(), 0u);
+  // The event still works for an untimed wait afterwards.
+  ev.set();
+  m_sched.run([](event *e) -> task<void> { co_await e->wait(); }, &ev);
+}
+
+TEST_P(event_timed_test, a_set_before_the_deadline_returns_true_and_cancels_the_timer) {
+  for (auto mode : {event::reset::manual, event::reset::automatic}) {
+    event ev(mode);
+    side_thread setter([&] {
+      ASSERT_TRUE(wait_until([&] { return ev.waiting() == 1; }));
+      ev.set();
+    });
+    auto body = [](event *e) -> task<bool> {
+      bool const passed = co_await e->wait_until(clock::now() + 60s);
+      co_return passed;
+    };
+    auto const start = clock::now();
+    EXPECT_TRUE(m_sched.run(body, &ev));
+    EXPECT_LT(clock::now() - start, 30s);
+    EXPECT_EQ(ev.is_set(), mode == event::reset::manual); // automatic: the hand-off consumed it
+    EXPECT_EQ(pending_timers(), 0u) << "the timer of a wait the event released stayed armed";
+  }
+}
+
+TEST_P(event_timed_test, a_duration_past_the_end_of_the_clock_waits_for_the_set) {
+  event ev;
+  side_thread setter([&] {
+    ASSERT_TRUE(wait_until([&] { return ev.waiting() == 1; }));
+    std::this_thread::sleep_for(2ms);
+    ev.set();
+  });
+  auto body = [](event *e) -> task<bool> {
+    bool const passed = co_await e->wait_for(std::chrono::hours::max()); // saturates: never
+    co_return passed;
+  };
+  EXPECT_TRUE(m_sched.run(body, &ev));
+  EXPECT_EQ(pending_timers(), 0u);
+}
+
+TEST_P(event_timed_test, a_set_event_or_a_past_deadline_does_not_suspend) {
+  auto const before = m_sched.total_stats().handoffs;
+  event manual(event::reset::manual, true);
+  event automatic(event::reset::automatic, true);
+  event clear;
+  auto body = [](event *m, event *a, event *c) -> task<int> {
+    int score = 0;
+    bool b = co_await m->wait_for(1h);
+    score += b ? 1 : 0;
+    b = co_await m->wait_for(0s); // set: passes even with no time left
+    score += b ? 1 : 0;
+    b = co_await a->wait_for(-1s); // consumes the flag
+    score += b ? 1 : 0;
+    b = co_await a->wait_for(0s); // consumed: times out at once
+    score += b ? 0 : 1;
+    b = co_await c->wait_until(clock::now() - 1s);
+    score += b ? 0 : 1;
+    b = co_await c->wait_until(std::chrono::system_clock::now() - 1s); // another clock
+    score += b ? 0 : 1;
+    co_return score;
+  };
+  EXPECT_EQ(m_sched.run(body, &manual, &automatic, &clear), 6);
+  EXPECT_EQ(m_sched.total_stats().handoffs, before); // a park hands the worker's stack off
+  EXPECT_EQ(pending_timers(), 0u);
+}
+
+/// Waits on `ev` with short deadlines until `target` passes were counted.
+task<long> short_waits(int i, event *ev, std::atomic<int> *passes, std::atomic<int> *timeouts,
+                       int target) {
+  for (int k = 0; passes->load() < target; ++k) {
+    bool const passed = co_await ev->wait_for(spread(i * 131 + k, 0, 300));
+    if (passed) {
+      passes->fetch_add(1);
+    } else {
+      timeouts->fetch_add(1);
+    }
+  }
+  co_return 1;
+}
+
+TEST_P(event_timed_test, auto_reset_sets_are_never_lost_to_deadlines_nor_doubled) {
+  // Each set() must let exactly one wait pass: the oldest waiter the event can still claim, or
+  // the next wait through the flag. A set() that picked a waiter whose deadline had just claimed
+  // it (and dropped the set), or woke it twice, would stall the setter or overcount.
+  event ev(event::reset::automatic);
+  std::atomic<int> passes{0};
+  std::atomic<int> timeouts{0};
+  int const sets = scaled(2000, 300);
+  int const waiters = 4;
+  side_thread setter([&] {
+    for (int i = 0; i < sets; ++i) {
+      ev.set();
+      ASSERT_TRUE(wait_until([&] { return passes.load() >= i + 1; }))
+          << "set() " << i << " was lost: no wait passed";
+      ASSERT_EQ(passes.load(), i + 1) << "one set() let two waits pass";
+      if (i % 8 == 0) {
+        std::this_thread::sleep_for(spread(i, 0, 200)); // let deadlines expire around the sets
+      }
+    }
+  });
+  EXPECT_EQ(
+      m_sched.run(
+          fork_n<decltype(&short_waits), event *, std::atomic<int> *, std::atomic<int> *, int>,
+          waiters, &short_waits, &ev, &passes, &timeouts, sets),
+      waiters);
+  EXPECT_EQ(passes.load(), sets);
+  EXPECT_FALSE(ev.is_set());
+  EXPECT_EQ(ev.waiting(), 0u);
+  EXPECT_EQ(pending_timers(), 0u);
+  std::printf("[ info ] %d sets, %d timeouts\n", sets, timeouts.load());
+}
+
+task<long> wait_around(int i, event *ev, std::atomic<int> *bad) {
+  auto const d = spread(i, 200, 2000);
+  auto const start = clock::now();
+  bool const passed = co_await ev->wait_for(d);
+  if (passed ? !ev->is_set() : clock::now() - start < d) {
+    bad->fetch_add(1); // passed an unset (manual, never reset) event, or timed out early
+  }
+  co_return 1;
+}
+
+TEST_P(event_timed_test, a_manual_set_racing_deadlines_releases_or_times_out_everyone) {
+  int const n = scaled(64, 16);
+  for (int round = 0; round < scaled(20, 4); ++round) {
+    event ev;
+    std::atomic<int> bad{0};
+    side_thread setter([&] {
+      std::this_thread::sleep_for(spread(round, 100, 1500));
+      ev.set();
+    });
+    EXPECT_EQ(m_sched.run(fork_n<decltype(&wait_around), event *, std::atomic<int> *>, n,
+                          &wait_around, &ev, &bad),
+              n);
+    EXPECT_EQ(bad.load(), 0);
+    EXPECT_EQ(ev.waiting(), 0u);
+  }
+  EXPECT_EQ(pending_timers(), 0u);
+}
+
+task<long> wait_on_doomed(int i, event *ev, std::atomic<int> *abandoned,
+                          std::atomic<int> *timed_out) {
+  try {
+    bool const passed = co_await ev->wait_for(spread(i, 300, 1500));
+    if (!passed) {
+      timed_out->fetch_add(1);
+    }
+  } catch (magpie::abandoned_wait const &) {
+    abandoned->fetch_add(1);
+  }
+  co_return 1;
+}
+
+TEST_P(event_timed_test, destroying_the_event_while_deadlines_expire_ends_every_wait_once) {
+  int const n = scaled(32, 8);
+  int total_abandoned = 0;
+  for (int round = 0; round < scaled(30, 6); ++round) {
+    auto ev = std::make_unique<event>(event::reset::automatic);
+    std::atomic<int> abandoned{0};
+    std::atomic<int> timed_out{0};
+    side_thread destroyer([&] {
+      // Destroy only once every waiter is queued or done (a waiter that has not reached the
+      // event yet would use it after free: the test's fault, not the event's).
+      ASSERT_TRUE(
+          wait_until([&] { return static_cast<int>(ev->waiting()) + timed_out.load() == n; }));
+      std::this_thread::sleep_for(spread(round, 0, 1200));
+      ev.reset();
+    });
+    EXPECT_EQ(
+        m_sched.run(
+            fork_n<decltype(&wait_on_doomed), event *, std::atomic<int> *, std::atomic<int> *>, n,
+            &wait_on_doomed, ev.get(), &abandoned, &timed_out),
+        n);
+    EXPECT_EQ(abandoned.load() + timed_out.load(), n);
+    total_abandoned += abandoned.load();
+  }
+  EXPECT_EQ(pending_timers(), 0u);
+  std::printf("[ info ] %d waits abandoned, the others timed out\n", total_abandoned);
+}
+
+TEST_P(event_timed_test, a_timed_wait_inside_a_fork_join_scope_throws) {
+  event ev;
+  auto body = [](event *e) -> task<bool> {
+    long r = 0;
+    co_await magpie::fork(&r, fib, 5);
+    bool threw = false;
+    try {
+      bool const b = co_await e->wait_for(1ms);
+      static_cast<void>(b);
+    } catch (std::logic_error const &) {
+      threw = true;
+    }
+    co_await magpie::join();
+    co_return threw &&r == serial_fib(5);
+  };
+  EXPECT_TRUE(m_sched.run(body, &ev));
+  EXPECT_EQ(ev.waiting(), 0u);
+}
+
+task<long> timed_or_untimed(int i, event *ev, std::atomic<int> *passed) {
+  bool ok = true;
+  if (i % 2 == 0) {
+    co_await ev->wait();
+  } else {
+    ok = co_await ev->wait_for(60s);
+  }
+  passed->fetch_add(ok ? 1 : 0);
+  co_return 1;
+}
+
+TEST_P(event_timed_test, timed_and_untimed_waiters_share_the_queue_in_order) {
+  // Auto-reset: one set() per waiter releases all of them, whichever kind; the timed ones' long
+  // deadlines are cancelled.
+  event ev(event::reset::automatic);
+  std::atomic<int> passed{0};
+  int const n = scaled(40, 10);
+  side_thread setter([&] {
+    ASSERT_TRUE(wait_until([&] { return ev.waiting() == static_cast<std::size_t>(n); }));
+    for (int i = 0; i < n; ++i) {
+      ev.set();
+      ASSERT_TRUE(wait_until([&] { return passed.load() == i + 1; }));
+    }
+  });
+  EXPECT_EQ(m_sched.run(fork_n<decltype(&timed_or_untimed), event *, std::atomic<int> *>, n,
+                        &timed_or_untimed, &ev, &passed),
+            n);
+  EXPECT_EQ(passed.load(), n);
+  EXPECT_EQ(pending_timers(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(every_scheduler, event_timed_test, ::testing::ValuesIn(all_schedulers()),
+                         sched_name{});
+
+TEST(event_timed_lifetime, a_pool_destroyed_while_a_timed_wait_is_pending_waits_for_it) {
+  watchdog dog(current_test_name());
+  event ev;
+  std::atomic<int> result{-1};
+  auto const start = clock::now();
+  {
+    magpie::lazy_pool pool(2);
+    auto f = magpie::spawn(
+        pool,
+        [](event *e, std::atomic<int> *r) -> task<void> {
+          bool const passed = co_await e->wait_for(30ms);
+          r->store(passed ? 1 : 0);
+        },
+        &ev, &result);
+    (void)f; // detached when it goes out of scope, before the pool
+  }
+  EXPECT_EQ(result.load(), 0) << "the pool's destructor returned before the timed wait ended";
+  EXPECT_GE(clock::now() - start, 30ms);
+  EXPECT_EQ(pending_timers(), 0u);
+}
+
+} // namespace
