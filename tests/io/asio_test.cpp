@@ -87,12 +87,12 @@ TEST_P(asio_test, errors_throw_or_come_back_as_values) {
   auto body = [](asio::io_context *io) -> task<long> {
     long score = 0;
     tcp::socket s(*io);
-    std::uint16_t port = 0;
-    {
-      tcp::acceptor a(*io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
-      port = a.local_endpoint().port();
-    } // closed: nobody listens there now
-    tcp::endpoint const ep(asio::ip::address_v4::loopback(), port);
+    // A port bound but never listened on refuses connections, and stays ours while `reserved`
+    // is open (a port closed again could be taken by a test running in parallel).
+    tcp::socket reserved(*io);
+    reserved.open(tcp::v4());
+    reserved.bind(tcp::endpoint(asio::ip::address_v4::loopback(), 0));
+    tcp::endpoint const ep(asio::ip::address_v4::loopback(), reserved.local_endpoint().port());
     try {
       co_await s.async_connect(ep, magpie::use_task);
     } catch (asio::system_error const &e) {

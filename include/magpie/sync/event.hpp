@@ -12,6 +12,7 @@
 //
 //   bool const passed = co_await ready.wait_for(10ms);    // in a task (Linux): false if 10 ms
 //                                                         // passed first; wait_until(t) too
+//   ready.wait_blocking_for(10ms);                        // the same from a plain thread
 // Protocol and proof sketch: docs/protocols.md §9.8 ("event", "Timed waits").
 
 #include <atomic>
@@ -24,11 +25,9 @@
 
 #include "magpie/core/config.hpp"
 #include "magpie/core/frame.hpp"
-#if defined(__linux__)
-#  include "magpie/io/timer.hpp" // the reactor's deadlines, for wait_for / wait_until
-#endif
 #include "magpie/sync/detail/blocking.hpp"
 #include "magpie/sync/detail/lock_word.hpp"
+#include "magpie/sync/detail/timed.hpp" // wait_for / wait_until (Linux)
 #include "magpie/sync/detail/waiter.hpp"
 #include "magpie/sync/suspend.hpp"
 
@@ -49,7 +48,11 @@ namespace magpie::sync {
 /// and so are a wait that finds the event clear with nobody waiting (the waiter goes into the
 /// event's word) and the set() that releases such a lone waiter; with more waiters, a short lock.
 /// Each waiting task costs one suspension (one park and one resubmission).
-class event {
+class event
+#if defined(__linux__)
+    : public detail::timed_waits<event> // wait_for, wait_until, wait_blocking_for/_until: Linux
+#endif
+{
 public:
   /// How the flag is cleared: by reset() only, or by the wait that it releases.
   enum class reset : std::uint8_t {
@@ -68,20 +71,18 @@ public:
   ~event() {
     value_type const v = m_word.lock();
     detail::waiter *w = taken_all(v);
-    // What is left are timed waiters whose deadline claimed them first: the reactor takes them
-    // out under the lock (take_out_expired). Wait for it: it touches the event until then.
-    bool expiring = m_timed != 0;
+    // Left queued: timed waiters whose deadline claimed them first (none on other systems).
+    bool const expiring = !m_waiters.empty();
     m_word.unlock_with(
         [expiring](value_type now) { return (now & set_bit) | (expiring ? queued_bit : 0); });
     if (w != nullptr) {
       detail::release_all(w, std::make_exception_ptr(abandoned_wait()));
     }
-    for (unsigned spins = 0; expiring;) {
-      detail::spin_pause(spins); // the reactor's few instructions under the lock, or a preemption
-      m_word.lock();
-      expiring = m_timed != 0;
-      m_word.unlock();
+#if defined(__linux__)
+    if (expiring) {
+      detail::wait_out_expiring(m_word, m_waiters); // their deadline's side touches us until then
     }
+#endif
   }
 
   /// Sets the event: manual-reset, releases every waiter; auto-reset, releases the oldest waiter
@@ -120,7 +121,7 @@ public:
         wake = solo_of(v);
         wake->m_next_waiter = nullptr;
       } else {
-        wake = take_queued(1);
+        wake = take_oldest();
       }
     } else {
       wake = taken_all(v);
@@ -192,117 +193,6 @@ public:
   /// scope, magpie::pool_closed on a pool being destroyed with nothing left to run.
   wait_request wait() noexcept { return {this}; }
 
-#if defined(__linux__)
-  /// The awaitable of wait_for / wait_until: a waiter in the event's queue and a deadline in the
-  /// reactor (a `timeout_node`), one of which wakes the task. Internal.
-  struct timed_wait_awaitable : detail::waiter, io::detail::timeout_node {
-    enum outcome : std::uint8_t { undecided, passed, expired, queued, out_of_memory };
-    /// What the request knows of its deadline: wait_for(d) read the clock already, so only a
-    /// wait_until deadline needs a clock read to tell whether it has passed.
-    enum when_t : std::uint8_t { past, future, unknown };
-    core::frame_base *m_frame = nullptr;
-    event *m_event = nullptr;
-    outcome m_outcome = undecided;
-    when_t m_when;
-
-    timed_wait_awaitable(core::frame_base &frame, event &ev, io::detail::nanos deadline,
-                         when_t when) noexcept
-        : m_frame(&frame), m_event(&ev), m_when(when) {
-      m_deadline = deadline;
-    }
-
-    bool await_ready() noexcept {
-      if (m_event->try_pass()) {
-        m_outcome = passed;
-        return true;
-      }
-      if (m_when == past || (m_when == unknown && m_deadline <= io::detail::now_nanos())) {
-        m_outcome = expired; // a deadline already reached does not suspend the task
-        return true;
-      }
-      return false;
-    }
-
-    MAGPIE_CORO_SUSPEND_NOINLINE std::coroutine_handle<> await_suspend(std::coroutine_handle<>) {
-      core::context &worker = core::ext::worker_of(*m_frame);
-      core::executor *home = worker.home();
-      home->hold(); // may throw (pool_closed): the co_await throws, nothing is suspended
-      waiter::m_run = &waiter::run;
-      waiter::m_task = core::ext::park(*m_frame);
-      m_slot = static_cast<io::detail::timeout_node *>(this); // marks the waiter as timed
-      m_expired = &on_deadline;
-      m_outcome = queued; // before the point of no return: await_resume may run at once
-      outcome const now = m_event->pass_or_enqueue_timed(*this);
-      if (now != queued) { // passed under the lock, or no memory for the timer: never left
-        m_outcome = now;
-        home->unhold();
-        return core::ext::resume_here(waiter::m_task, worker);
-      }
-      // Point of no return: queued and armed; a set() or the deadline may have woken us already.
-      return core::ext::continue_after(worker);
-    }
-
-    bool await_resume() {
-      if (m_outcome != queued) {
-        if (m_outcome == out_of_memory) [[unlikely]] {
-          throw std::bad_alloc();
-        }
-        return m_outcome == passed;
-      }
-      if (m_result == timed_out) {
-        return false; // the reactor woke us: it is done with the node, and the event with us
-      }
-      // The event's side claimed us (set(), or the destructor): make sure the reactor is done
-      // with the node (it may have popped it and lost the claim) before the frame goes.
-      (void)io::detail::cancel_timer(*this);
-      rethrow_if_failed();
-      return true;
-    }
-
-    /// The reactor's side, on its thread, after it won the claim.
-    static void on_deadline(io::detail::timeout_node &n) noexcept {
-      auto &self = static_cast<timed_wait_awaitable &>(n);
-      self.m_result = io::detail::wait_node::timed_out;
-      self.m_event->take_out_expired(self); // the last touch of the event
-      self.waiter::wake();                  // point of no return
-    }
-  };
-
-  /// What wait_for / wait_until return; co_await it in a magpie task.
-  struct [[nodiscard("co_await it")]] timed_wait_request {
-    /// Marks the request as awaitable inside a magpie task.
-    using magpie_awaitable = void;
-    event *m_event;
-    io::detail::nanos m_deadline;
-    timed_wait_awaitable::when_t m_when;
-    /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
-    timed_wait_awaitable magpie_bind(core::frame_base &self) && {
-      io::detail::wait_home(self, "magpie::event::wait_for/wait_until"); // starts the reactor
-      return timed_wait_awaitable(self, *m_event, m_deadline, m_when);   // in place: not movable
-    }
-  };
-
-  /// `co_await ev.wait_until(t)`: as wait(), giving up at `t` — true if the event let the task
-  /// pass, false if `t` came first. A deadline already reached returns at once (true if the
-  /// event lets the task pass now). Any clock's time point is converted to io::clock. While it
-  /// waits the task holds its pool (the pool's destructor waits for the deadline). Throws what
-  /// wait() throws, and std::bad_alloc if the reactor's timer heap cannot grow. Linux (the
-  /// reactor, magpie/io). With GCC 12.2 bind the result to a variable (docs/guarantees.md, L3b).
-  template <typename Clock, typename Duration>
-  timed_wait_request wait_until(std::chrono::time_point<Clock, Duration> t) {
-    // The sleep's conversion and saturation; whether `t` has passed is read at the co_await.
-    return {this, io::sleep_until(t).m_deadline, timed_wait_awaitable::unknown};
-  }
-
-  /// `co_await ev.wait_for(d)`: wait_until(now + d), reading the clock once; a zero or negative
-  /// `d` does not wait.
-  template <typename Rep, typename Period>
-  timed_wait_request wait_for(std::chrono::duration<Rep, Period> d) {
-    return {this, io::sleep_for(d).m_deadline,
-            d <= d.zero() ? timed_wait_awaitable::past : timed_wait_awaitable::future};
-  }
-#endif
-
   /// For plain threads (not tasks: a task would block its worker): blocks the calling thread
   /// until the event lets it pass. Throws magpie::abandoned_wait if the event is destroyed first.
   void wait_blocking() {
@@ -337,38 +227,19 @@ private:
       solo->m_next_waiter = nullptr;
       return solo;
     }
-    return take_queued(~std::size_t{0});
+    return m_waiters.take_all();
   }
 
-  /// Under the lock: unlinks up to `limit` queued waiters, the oldest first, as a list linked by
-  /// m_next_waiter. A timed waiter is taken only if the event claims it; one whose deadline
-  /// claimed it first stays queued, untouched, until the reactor takes it out.
-  detail::waiter *take_queued(std::size_t limit) noexcept {
-    if (m_timed == 0) {
-      if (limit != 1) {
-        return m_waiters.take_all();
-      }
-      detail::waiter *const w = m_waiters.pop();
-      if (w != nullptr) {
-        w->m_next_waiter = nullptr; // pop does not clear it
-      }
-      return w;
-    }
+  /// Under the lock: the oldest queued waiter that the event can claim, unlinked, or null.
+  detail::waiter *take_oldest() noexcept {
 #if defined(__linux__)
-    return m_waiters.take_if(
-        [this](detail::waiter &w) {
-          if (w.m_slot == nullptr) {
-            return true;
-          }
-          if (!static_cast<io::detail::timeout_node *>(w.m_slot)->claim()) {
-            return false; // its deadline won: the reactor takes it out
-          }
-          --m_timed;
-          return true;
-        },
-        limit);
+    return m_waiters.take(1); // skips timed waiters whose deadline claimed them
 #else
-    return nullptr; // unreachable: no timed waits without the reactor
+    detail::waiter *const w = m_waiters.pop();
+    if (w != nullptr) {
+      w->m_next_waiter = nullptr; // pop does not clear it
+    }
+    return w;
 #endif
   }
 
@@ -419,41 +290,37 @@ private:
   }
 
 #if defined(__linux__)
-  /// Under no lock: queues a timed waiter (never in the word, so that every set() takes the
-  /// lock and can claim it) and arms its deadline, or lets it pass.
-  timed_wait_awaitable::outcome pass_or_enqueue_timed(timed_wait_awaitable &w) noexcept {
+  friend struct detail::timed_access;
+
+  /// Timed waits (detail/timed.hpp): a timed waiter never goes into the word, so that every
+  /// set() takes the lock and can claim it. Passes now, or queues `w` (after a lone waiter,
+  /// which is older) and arms its deadline, under the lock.
+  detail::timed_outcome pass_or_enqueue_timed(detail::waiter &w,
+                                              io::detail::timeout_node *arm) noexcept {
     value_type const v = m_word.lock();
     if (try_pass()) {
       m_word.unlock();
-      return timed_wait_awaitable::passed;
+      return detail::timed_outcome::passed;
     }
     if (detail::waiter *const solo = solo_of(v)) {
       m_waiters.push(solo); // the older one, first
     }
-    m_waiters.push(&w);
-    // Armed under our lock: a deadline that fires at once claims the wait and then waits for
-    // the lock to take it out (event → shard lock order; the reactor takes them one at a time).
-    if (!io::detail::arm_timer(w)) {
-      m_waiters.remove(&w);
+    if (!m_waiters.push_timed(w, arm)) {
       bool const queued = !m_waiters.empty();
       m_word.unlock_with(
           [queued](value_type now) { return (now & set_bit) | (queued ? queued_bit : 0); });
-      return timed_wait_awaitable::out_of_memory;
+      return detail::timed_outcome::out_of_memory;
     }
-    ++m_timed;
     // As pass_or_enqueue: the lone waiter's bits cleared, the queued bit set. Point of no return.
     m_word.unlock_with([](value_type now) { return (now & set_bit) | queued_bit; });
-    return timed_wait_awaitable::queued;
+    return detail::timed_outcome::queued;
   }
 
-  /// The reactor, after the deadline claimed `w`: takes it out of the queue, where every other
-  /// party left it. The last touch of the event (the destructor waits for it).
+  /// The deadline's side, after it claimed `w`: takes it out of the queue, where every other
+  /// party left it. Its last touch of the event (the destructor waits for it).
   void take_out_expired(detail::waiter &w) noexcept {
     m_word.lock();
-    bool const found = m_waiters.remove(&w);
-    MAGPIE_ASSERT(found, "magpie::event: a timed waiter claimed by its deadline left the queue");
-    static_cast<void>(found);
-    --m_timed;
+    m_waiters.remove_expired(w);
     bool const queued = !m_waiters.empty();
     m_word.unlock_with(
         [queued](value_type now) { return (now & set_bit) | (queued ? queued_bit : 0); });
@@ -462,8 +329,11 @@ private:
 
   detail::lock_word m_word; // the lock, the flag, the queued bit, a lone waiter (see above)
   bool const m_auto;
-  std::uint32_t m_timed = 0;      // timed waiters in the queue; guarded by the lock
+#if defined(__linux__)
+  detail::timed_queue m_waiters; // guarded by the lock; may hold timed waiters
+#else
   detail::waiter_queue m_waiters; // guarded by the lock
+#endif
 };
 
 } // namespace magpie::sync

@@ -5,9 +5,12 @@
 //   ... n times, from any thread or task: done.count_down();
 //   co_await done.wait();                 // in a task: suspends until the count reaches zero
 //   done.wait_blocking();                 // from a plain thread
+//   bool const all = co_await done.wait_for(50ms);  // Linux: false if 50 ms passed first
+//   done.wait_blocking_for(50ms);         // the same from a plain thread
 //
 // Protocol and proof sketch: docs/protocols.md §9.9 ("latch").
 
+#include <chrono>
 #include <cstddef>
 #include <exception>
 #include <stdexcept>
@@ -15,6 +18,7 @@
 #include "magpie/core/frame.hpp"
 #include "magpie/sync/detail/blocking.hpp"
 #include "magpie/sync/detail/lock_word.hpp"
+#include "magpie/sync/detail/timed.hpp" // wait_for / wait_until (Linux)
 #include "magpie/sync/detail/waiter.hpp"
 #include "magpie/sync/suspend.hpp"
 
@@ -30,7 +34,11 @@ namespace magpie::sync {
 /// Destroying a latch while tasks or threads wait releases them with magpie::abandoned_wait.
 /// Cost: count_down is one CAS (plus, at zero, the short lock and a wake per waiter); a wait on
 /// an open latch is one load.
-class latch {
+class latch
+#if defined(__linux__)
+    : public detail::timed_waits<latch> // wait_for, wait_until, wait_blocking_for/_until: Linux
+#endif
+{
 public:
   /// The largest count a latch can hold.
   static constexpr std::ptrdiff_t max() noexcept {
@@ -42,8 +50,15 @@ public:
   latch(latch const &) = delete;
   latch &operator=(latch const &) = delete;
 
-  /// Releases every task and thread still waiting with magpie::abandoned_wait.
-  ~latch() { detail::abandon_all(m_word, m_waiters); }
+  /// Releases every task and thread still waiting with magpie::abandoned_wait (a timed wait
+  /// whose deadline passed meanwhile may return false instead: whichever came first).
+  ~latch() {
+#if defined(__linux__)
+    detail::abandon_all_timed(m_word, m_waiters);
+#else
+    detail::abandon_all(m_word, m_waiters);
+#endif
+  }
 
   /// Lowers the count by `n`; at zero, releases every waiter. Any thread or task; never blocks
   /// (beyond the short lock). Throws std::logic_error, changing nothing, if n < 0 or n exceeds
@@ -172,8 +187,39 @@ private:
     return open;
   }
 
+#if defined(__linux__)
+  friend struct detail::timed_access;
+
+  bool try_pass() const noexcept { return try_wait(); }
+
+  /// Timed waits (detail/timed.hpp): passes now, or queues `w` and arms its deadline, under the
+  /// lock (as pass_or_enqueue).
+  detail::timed_outcome pass_or_enqueue_timed(detail::waiter &w,
+                                              io::detail::timeout_node *arm) noexcept {
+    bool const open = decode(m_word.lock()) == 0; // the lock's acquire: as try_wait
+    detail::timed_outcome outcome = detail::timed_outcome::passed;
+    if (!open) {
+      outcome = m_waiters.push_timed(w, arm) ? detail::timed_outcome::queued
+                                             : detail::timed_outcome::out_of_memory;
+    }
+    m_word.unlock(); // queued: the point of no return
+    return outcome;
+  }
+
+  /// The deadline's side, after it claimed `w`: takes it out of the queue. Its last touch of
+  /// the latch (the destructor waits for it).
+  void take_out_expired(detail::waiter &w) noexcept {
+    m_word.lock();
+    m_waiters.remove_expired(w);
+    m_word.unlock();
+  }
+
+  detail::lock_word m_word;      // bit 0: the lock; the rest: the count
+  detail::timed_queue m_waiters; // guarded by the lock; may hold timed waiters
+#else
   detail::lock_word m_word;       // bit 0: the lock; the rest: the count
   detail::waiter_queue m_waiters; // guarded by the lock
+#endif
 };
 
 } // namespace magpie::sync

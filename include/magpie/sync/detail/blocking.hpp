@@ -64,7 +64,8 @@ inline void release_all(waiter *w, std::exception_ptr const &e = nullptr) noexce
 }
 
 /// The size of a primitive's queue, read under its lock (a snapshot).
-inline std::size_t locked_size(lock_word &lock, waiter_queue const &q) noexcept {
+template <typename Queue>
+std::size_t locked_size(lock_word &lock, Queue const &q) noexcept {
   lock.lock();
   std::size_t const n = q.size();
   lock.unlock();

@@ -159,38 +159,74 @@ TEST_P(event_timed_test, auto_reset_sets_are_never_lost_to_deadlines_nor_doubled
   std::printf("[ info ] %d sets, %d timeouts\n", sets, timeouts.load());
 }
 
-task<long> wait_around(int i, event *ev, std::atomic<int> *bad) {
+// The primitives with timed waits, for the tests below that apply to each: whether a wait
+// passes now, and the step that lets every waiter pass.
+bool is_open(event &e) { return e.is_set(); }
+bool is_open(magpie::latch &l) { return l.try_wait(); }
+void open_up(event &e) { e.set(); }
+void open_up(magpie::latch &l) { l.count_down(); }
+std::unique_ptr<event> make_closed(event *) { return std::make_unique<event>(); }
+std::unique_ptr<magpie::latch> make_closed(magpie::latch *) {
+  return std::make_unique<magpie::latch>(1);
+}
+
+template <typename P>
+task<long> wait_around(int i, P *p, std::atomic<int> *bad) {
   auto const d = spread(i, 200, 2000);
   auto const start = clock::now();
-  bool const passed = co_await ev->wait_for(d);
-  if (passed ? !ev->is_set() : clock::now() - start < d) {
-    bad->fetch_add(1); // passed an unset (manual, never reset) event, or timed out early
+  bool const passed = co_await p->wait_for(d);
+  if (passed ? !is_open(*p) : clock::now() - start < d) {
+    bad->fetch_add(1); // passed while closed, or timed out early
   }
   co_return 1;
 }
 
-TEST_P(event_timed_test, a_manual_set_racing_deadlines_releases_or_times_out_everyone) {
+/// Plain threads doing the same as wait_around (two of them, with their own deadlines).
+template <typename P>
+void thread_waits_around(int i, P *p, std::atomic<int> *bad) {
+  auto const d = spread(i, 200, 2000);
+  auto const start = clock::now();
+  bool const passed = p->wait_blocking_for(d);
+  if (passed ? !is_open(*p) : clock::now() - start < d) {
+    bad->fetch_add(1);
+  }
+}
+
+template <typename P>
+void opening_races_deadlines(any_scheduler &sched) {
   int const n = scaled(64, 16);
   for (int round = 0; round < scaled(20, 4); ++round) {
-    event ev;
+    auto p = make_closed(static_cast<P *>(nullptr));
     std::atomic<int> bad{0};
-    side_thread setter([&] {
-      std::this_thread::sleep_for(spread(round, 100, 1500));
-      ev.set();
-    });
-    EXPECT_EQ(m_sched.run(fork_n<decltype(&wait_around), event *, std::atomic<int> *>, n,
-                          &wait_around, &ev, &bad),
-              n);
+    {
+      side_thread t0([&] { thread_waits_around(round, p.get(), &bad); });
+      side_thread t1([&] { thread_waits_around(round + 7, p.get(), &bad); });
+      side_thread opener([&] {
+        std::this_thread::sleep_for(spread(round, 100, 1500));
+        open_up(*p);
+      });
+      EXPECT_EQ(sched.run(fork_n<decltype(&wait_around<P>), P *, std::atomic<int> *>, n,
+                          &wait_around<P>, p.get(), &bad),
+                n);
+    }
     EXPECT_EQ(bad.load(), 0);
-    EXPECT_EQ(ev.waiting(), 0u);
+    EXPECT_EQ(p->waiting(), 0u);
   }
   EXPECT_EQ(pending_timers(), 0u);
 }
 
-task<long> wait_on_doomed(int i, event *ev, std::atomic<int> *abandoned,
-                          std::atomic<int> *timed_out) {
+TEST_P(event_timed_test, a_manual_set_racing_deadlines_releases_or_times_out_everyone) {
+  opening_races_deadlines<event>(m_sched);
+}
+
+TEST_P(event_timed_test, a_latch_opening_as_deadlines_expire_releases_or_times_out_everyone) {
+  opening_races_deadlines<magpie::latch>(m_sched);
+}
+
+template <typename P>
+task<long> wait_on_doomed(int i, P *p, std::atomic<int> *abandoned, std::atomic<int> *timed_out) {
   try {
-    bool const passed = co_await ev->wait_for(spread(i, 300, 1500));
+    bool const passed = co_await p->wait_for(spread(i, 300, 1500));
     if (!passed) {
       timed_out->fetch_add(1);
     }
@@ -200,31 +236,56 @@ task<long> wait_on_doomed(int i, event *ev, std::atomic<int> *abandoned,
   co_return 1;
 }
 
-TEST_P(event_timed_test, destroying_the_event_while_deadlines_expire_ends_every_wait_once) {
+template <typename P>
+void thread_waits_on_doomed(int i, P *p, std::atomic<int> *abandoned, std::atomic<int> *timed_out) {
+  try {
+    if (!p->wait_blocking_for(spread(i, 300, 1500))) {
+      timed_out->fetch_add(1);
+    }
+  } catch (magpie::abandoned_wait const &) {
+    abandoned->fetch_add(1);
+  }
+}
+
+template <typename P>
+void destroyed_as_deadlines_expire(any_scheduler &sched) {
   int const n = scaled(32, 8);
+  int const threads = 2;
   int total_abandoned = 0;
   for (int round = 0; round < scaled(30, 6); ++round) {
-    auto ev = std::make_unique<event>(event::reset::automatic);
+    auto p = make_closed(static_cast<P *>(nullptr));
     std::atomic<int> abandoned{0};
     std::atomic<int> timed_out{0};
-    side_thread destroyer([&] {
-      // Destroy only once every waiter is queued or done (a waiter that has not reached the
-      // event yet would use it after free: the test's fault, not the event's).
-      ASSERT_TRUE(
-          wait_until([&] { return static_cast<int>(ev->waiting()) + timed_out.load() == n; }));
-      std::this_thread::sleep_for(spread(round, 0, 1200));
-      ev.reset();
-    });
-    EXPECT_EQ(
-        m_sched.run(
-            fork_n<decltype(&wait_on_doomed), event *, std::atomic<int> *, std::atomic<int> *>, n,
-            &wait_on_doomed, ev.get(), &abandoned, &timed_out),
-        n);
-    EXPECT_EQ(abandoned.load() + timed_out.load(), n);
+    {
+      side_thread t0([&] { thread_waits_on_doomed(round, p.get(), &abandoned, &timed_out); });
+      side_thread t1([&] { thread_waits_on_doomed(round + 3, p.get(), &abandoned, &timed_out); });
+      side_thread destroyer([&] {
+        // Destroy only once every waiter is queued or done (a waiter that has not reached the
+        // primitive yet would use it after free: the test's fault, not the primitive's).
+        ASSERT_TRUE(wait_until(
+            [&] { return static_cast<int>(p->waiting()) + timed_out.load() == n + threads; }));
+        std::this_thread::sleep_for(spread(round, 0, 1200));
+        p.reset();
+      });
+      EXPECT_EQ(
+          sched.run(
+              fork_n<decltype(&wait_on_doomed<P>), P *, std::atomic<int> *, std::atomic<int> *>, n,
+              &wait_on_doomed<P>, p.get(), &abandoned, &timed_out),
+          n);
+    }
+    EXPECT_EQ(abandoned.load() + timed_out.load(), n + threads);
     total_abandoned += abandoned.load();
   }
   EXPECT_EQ(pending_timers(), 0u);
   std::printf("[ info ] %d waits abandoned, the others timed out\n", total_abandoned);
+}
+
+TEST_P(event_timed_test, destroying_the_event_while_deadlines_expire_ends_every_wait_once) {
+  destroyed_as_deadlines_expire<event>(m_sched);
+}
+
+TEST_P(event_timed_test, destroying_a_latch_while_deadlines_expire_ends_every_wait_once) {
+  destroyed_as_deadlines_expire<magpie::latch>(m_sched);
 }
 
 TEST_P(event_timed_test, a_timed_wait_inside_a_fork_join_scope_throws) {
@@ -277,6 +338,27 @@ TEST_P(event_timed_test, timed_and_untimed_waiters_share_the_queue_in_order) {
   EXPECT_EQ(pending_timers(), 0u);
 }
 
+TEST_P(event_timed_test, a_latch_wait_for_times_out_then_passes_once_counted_down) {
+  magpie::latch done(2);
+  side_thread counter([&] {
+    ASSERT_TRUE(wait_until([&] { return done.waiting() == 1; }));
+    done.count_down();
+    std::this_thread::sleep_for(10ms); // the first wait times out meanwhile
+    done.count_down();
+  });
+  auto body = [](magpie::latch *l) -> task<int> {
+    bool const first = co_await l->wait_for(3ms); // count 2 → 1: not yet
+    bool second = false;
+    for (int k = 0; k < 1000 && !second; ++k) {
+      second = co_await l->wait_until(clock::now() + 20ms);
+    }
+    bool const third = co_await l->wait_for(0s); // open: passes without time
+    co_return (first ? 0 : 1) + (second ? 2 : 0) + (third ? 4 : 0);
+  };
+  EXPECT_EQ(m_sched.run(body, &done), 7);
+  EXPECT_EQ(pending_timers(), 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(every_scheduler, event_timed_test, ::testing::ValuesIn(all_schedulers()),
                          sched_name{});
 
@@ -299,6 +381,78 @@ TEST(event_timed_lifetime, a_pool_destroyed_while_a_timed_wait_is_pending_waits_
   EXPECT_EQ(result.load(), 0) << "the pool's destructor returned before the timed wait ended";
   EXPECT_GE(clock::now() - start, 30ms);
   EXPECT_EQ(pending_timers(), 0u);
+}
+
+} // namespace
+
+namespace {
+
+TEST(timed_wait_thread, an_event_wait_blocking_for_times_out_never_early_or_passes) {
+  watchdog dog(current_test_name());
+  event ev;
+  auto const start = clock::now();
+  EXPECT_FALSE(ev.wait_blocking_for(5ms));
+  EXPECT_GE(clock::now() - start, 5ms);
+  EXPECT_EQ(ev.waiting(), 0u);
+  EXPECT_FALSE(ev.wait_blocking_for(0s));
+  EXPECT_FALSE(ev.wait_blocking_until(std::chrono::system_clock::now() - 1s));
+  {
+    side_thread setter([&] {
+      ASSERT_TRUE(wait_until([&] { return ev.waiting() == 1; }));
+      ev.set();
+    });
+    EXPECT_TRUE(ev.wait_blocking_for(std::chrono::hours::max())); // saturates: no overflow
+  }
+  EXPECT_TRUE(ev.wait_blocking_for(0s)); // manual: stays set
+  event automatic(event::reset::automatic, true);
+  EXPECT_TRUE(automatic.wait_blocking_until(clock::now() - 1s)); // consumes the flag
+  EXPECT_FALSE(automatic.wait_blocking_for(1ms));
+}
+
+TEST(timed_wait_thread, a_latch_wait_blocking_for_times_out_or_passes) {
+  watchdog dog(current_test_name());
+  magpie::latch l(1);
+  EXPECT_FALSE(l.wait_blocking_for(2ms));
+  side_thread counter([&] {
+    ASSERT_TRUE(wait_until([&] { return l.waiting() == 1; }));
+    l.count_down();
+  });
+  EXPECT_TRUE(l.wait_blocking_until(clock::now() + 60s));
+  EXPECT_TRUE(l.wait_blocking_for(0s));
+}
+
+TEST(timed_wait_thread, auto_reset_sets_are_never_lost_to_thread_deadlines_nor_doubled) {
+  // As the task version: plain threads with short deadlines; each set() must let exactly one
+  // wait pass.
+  watchdog dog(current_test_name());
+  event ev(event::reset::automatic);
+  std::atomic<int> passes{0};
+  std::atomic<int> timeouts{0};
+  int const sets = scaled(3000, 300);
+  auto waiter = [&](int i) {
+    for (int k = 0; passes.load() < sets; ++k) {
+      if (ev.wait_blocking_for(spread(i * 131 + k, 0, 300))) {
+        passes.fetch_add(1);
+      } else {
+        timeouts.fetch_add(1);
+      }
+    }
+  };
+  {
+    side_thread a([&] { waiter(0); });
+    side_thread b([&] { waiter(1); });
+    side_thread c([&] { waiter(2); });
+    for (int i = 0; i < sets; ++i) {
+      ev.set();
+      ASSERT_TRUE(wait_until([&] { return passes.load() >= i + 1; }))
+          << "set() " << i << " was lost: no wait passed";
+      ASSERT_EQ(passes.load(), i + 1) << "one set() let two waits pass";
+    }
+  }
+  EXPECT_EQ(passes.load(), sets);
+  EXPECT_FALSE(ev.is_set());
+  EXPECT_EQ(ev.waiting(), 0u);
+  std::printf("[ info ] %d sets, %d timeouts\n", sets, timeouts.load());
 }
 
 } // namespace

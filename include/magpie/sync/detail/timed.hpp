@@ -1,0 +1,362 @@
+#pragma once
+// magpie/sync/detail/timed.hpp — waits with a deadline in a primitive's waiter queue (Linux).
+//
+// A timed waiter is a `waiter` whose m_slot points at an `io::detail::timeout_node` beside it:
+// the node's m_claimed decides, by one exchange, who ends the wait — the primitive's side (a
+// release, or its destructor: under the primitive's lock) or the deadline's side (for a task, the
+// reactor, which then calls the node's m_expired on its thread; for a plain thread, the thread
+// itself once its own deadline has passed). The loser touches the waiter no more, except that a
+// primitive's side that loses leaves the waiter queued, untouched, and the deadline's side takes
+// it out under the primitive's lock (`take_out_expired`) before the wait returns; a primitive's
+// destructor waits until those are gone (`abandon_all_timed`). Protocol and proof sketch:
+// docs/protocols.md §9.8, "Timed waits"; model docs/models/timed_wait.pml.
+//
+// A primitive `P` with timed waits keeps a `timed_queue` and gives these (private; it befriends
+// `timed_access`):
+//   bool try_pass() noexcept;                        // fast path, no lock
+//   timed_outcome pass_or_enqueue_timed(waiter &w, io::detail::timeout_node *arm) noexcept;
+//       // under its lock: passes now, or timed_queue::push_timed(w, arm) (arm: null for a thread)
+//   void take_out_expired(waiter &w) noexcept;       // under its lock: timed_queue::remove_expired
+
+#if defined(__linux__)
+
+#  include <chrono>
+#  include <coroutine>
+#  include <cstddef>
+#  include <cstdint>
+#  include <new>
+
+#  include "magpie/core/config.hpp"
+#  include "magpie/core/context.hpp"
+#  include "magpie/core/detail/thread_wait.hpp"
+#  include "magpie/core/ext.hpp"
+#  include "magpie/core/frame.hpp"
+#  include "magpie/io/timer.hpp"
+#  include "magpie/sync/detail/blocking.hpp"
+#  include "magpie/sync/detail/lock_word.hpp"
+#  include "magpie/sync/detail/waiter.hpp"
+
+namespace magpie::sync::detail {
+
+/// How a timed wait stands after its fast path or its enqueuing.
+enum class timed_outcome : std::uint8_t { undecided, passed, expired, queued, out_of_memory };
+
+/// What a timed request knows of its deadline: wait_for(d) read the clock already, so only a
+/// wait_until deadline needs a clock read to tell whether it has passed.
+enum class deadline_state : std::uint8_t { past, future, unknown };
+
+/// The claim node of a timed waiter (its m_slot), or null for an untimed one.
+inline io::detail::timeout_node *timed_node(waiter &w) noexcept {
+  return static_cast<io::detail::timeout_node *>(w.m_slot);
+}
+
+/// A primitive's FIFO of waiters, some of them timed. Every member: under the primitive's lock.
+class timed_queue {
+public:
+  bool empty() const noexcept { return m_waiters.empty(); }
+  std::size_t size() const noexcept { return m_waiters.size(); }
+  /// Queues an untimed waiter.
+  void push(waiter *w) noexcept { m_waiters.push(w); }
+
+  /// Queues a timed waiter and, for a task, arms its deadline (`arm`; null for a plain thread,
+  /// which keeps its own time): under the primitive's lock, so a deadline that fires at once
+  /// waits for that lock to take the waiter out (primitive → shard lock order). False, queuing
+  /// nothing, if the timer heap could not grow.
+  bool push_timed(waiter &w, io::detail::timeout_node *arm) noexcept {
+    m_waiters.push(&w);
+    if (arm != nullptr && !io::detail::arm_timer(*arm)) {
+      m_waiters.remove(&w);
+      return false;
+    }
+    ++m_timed;
+    return true;
+  }
+
+  /// Unlinks up to `limit` waiters, the oldest first, as a list linked by m_next_waiter (as
+  /// waiter_queue::take_all). A timed waiter is taken only if this side claims it; one whose
+  /// deadline claimed it first stays queued, untouched, until its deadline's side takes it out.
+  waiter *take(std::size_t limit) noexcept {
+    if (m_timed == 0) {
+      if (limit != 1) {
+        return m_waiters.take_all();
+      }
+      waiter *const w = m_waiters.pop();
+      if (w != nullptr) {
+        w->m_next_waiter = nullptr; // pop does not clear it
+      }
+      return w;
+    }
+    return m_waiters.take_if(
+        [this](waiter &w) {
+          io::detail::timeout_node *const node = timed_node(w);
+          if (node == nullptr) {
+            return true;
+          }
+          if (!node->claim()) {
+            return false; // its deadline won: its side takes it out
+          }
+          --m_timed;
+          return true;
+        },
+        limit);
+  }
+  waiter *take_all() noexcept { return take(~std::size_t{0}); }
+
+  /// The deadline's side, having won the claim: takes `w` out (every other party left it).
+  void remove_expired(waiter &w) noexcept {
+    bool const found = m_waiters.remove(&w);
+    MAGPIE_ASSERT(found, "magpie: a timed waiter claimed by its deadline left the queue");
+    static_cast<void>(found);
+    --m_timed;
+  }
+
+  /// Timed waiters still queued. After take_all(): those whose deadline claimed them, which
+  /// their deadline's side is about to take out.
+  std::uint32_t timed() const noexcept { return m_timed; }
+
+private:
+  waiter_queue m_waiters;
+  std::uint32_t m_timed = 0;
+};
+
+/// For a primitive's destructor, after it has taken (and failed) every waiter it could claim
+/// and released `lock`: waits until the deadlines' sides have taken out the rest (they touch the
+/// primitive until then; none of them blocks, so the wait is short).
+inline void wait_out_expiring(lock_word &lock, timed_queue &q) noexcept {
+  for (unsigned spins = 0;;) {
+    lock.lock();
+    bool const left = q.timed() != 0;
+    lock.unlock();
+    if (!left) {
+      return;
+    }
+    spin_pause(spins);
+  }
+}
+
+/// abandon_all (blocking.hpp) for a timed queue: fails every waiter it claims with
+/// abandoned_wait, then waits out the expiring ones.
+inline void abandon_all_timed(lock_word &lock, timed_queue &q) noexcept {
+  abandon_all(lock, q);
+  wait_out_expiring(lock, q);
+}
+
+/// The primitives' private members that timed waits use (each primitive befriends this).
+struct timed_access {
+  template <typename P>
+  static bool try_pass(P &p) noexcept {
+    return p.try_pass();
+  }
+  template <typename P>
+  static timed_outcome enqueue(P &p, waiter &w, io::detail::timeout_node *arm) noexcept {
+    return p.pass_or_enqueue_timed(w, arm);
+  }
+  template <typename P>
+  static void take_out_expired(P &p, waiter &w) noexcept {
+    p.take_out_expired(w);
+  }
+};
+
+/// The awaitable of a task's timed wait on `P`: a waiter in P's queue and a deadline in the
+/// reactor, one of which wakes the task. co_await returns true if P let the task pass.
+template <typename P>
+struct timed_wait_awaitable : waiter, io::detail::timeout_node {
+  core::frame_base *m_frame;
+  P *m_primitive;
+  timed_outcome m_outcome = timed_outcome::undecided;
+  deadline_state m_when;
+
+  timed_wait_awaitable(core::frame_base &frame, P &p, io::detail::nanos deadline,
+                       deadline_state when) noexcept
+      : m_frame(&frame), m_primitive(&p), m_when(when) {
+    m_deadline = deadline;
+  }
+
+  bool await_ready() noexcept {
+    if (timed_access::try_pass(*m_primitive)) {
+      m_outcome = timed_outcome::passed;
+      return true;
+    }
+    if (m_when == deadline_state::past ||
+        (m_when == deadline_state::unknown && m_deadline <= io::detail::now_nanos())) {
+      m_outcome = timed_outcome::expired; // a deadline already reached does not suspend
+      return true;
+    }
+    return false;
+  }
+
+  MAGPIE_CORO_SUSPEND_NOINLINE std::coroutine_handle<> await_suspend(std::coroutine_handle<>) {
+    core::context &worker = core::ext::worker_of(*m_frame);
+    core::executor *home = worker.home();
+    home->hold(); // may throw (pool_closed): the co_await throws, nothing is suspended
+    waiter::m_run = &waiter::run;
+    waiter::m_task = core::ext::park(*m_frame);
+    io::detail::timeout_node *const node = this;
+    m_slot = node; // marks the waiter as timed
+    m_expired = &on_deadline;
+    m_outcome = timed_outcome::queued; // before the point of no return: await_resume may run
+    timed_outcome const now = timed_access::enqueue(*m_primitive, *this, node);
+    if (now != timed_outcome::queued) { // passed under the lock, or no memory for the timer
+      m_outcome = now;
+      home->unhold();
+      return core::ext::resume_here(waiter::m_task, worker); // never left
+    }
+    // Point of no return: queued and armed; a release or the deadline may have woken us.
+    return core::ext::continue_after(worker);
+  }
+
+  bool await_resume() {
+    if (m_outcome != timed_outcome::queued) {
+      if (m_outcome == timed_outcome::out_of_memory) [[unlikely]] {
+        throw std::bad_alloc();
+      }
+      return m_outcome == timed_outcome::passed;
+    }
+    if (m_result == io::detail::wait_node::timed_out) {
+      return false; // the reactor woke us: it is done with the node, and P with us
+    }
+    // P's side claimed us (a release, or its destructor): make sure the reactor is done with
+    // the node (it may have popped it and lost the claim) before the frame goes.
+    (void)io::detail::cancel_timer(*this);
+    rethrow_if_failed();
+    return true;
+  }
+
+  /// The reactor's side, on its thread, after it won the claim.
+  static void on_deadline(io::detail::timeout_node &n) noexcept {
+    auto &self = static_cast<timed_wait_awaitable &>(n);
+    self.m_result = io::detail::wait_node::timed_out;
+    timed_access::take_out_expired(*self.m_primitive, self); // the last touch of P
+    self.waiter::wake();                                     // point of no return
+  }
+};
+
+/// What a primitive's wait_for / wait_until return; co_await it in a magpie task.
+template <typename P>
+struct [[nodiscard("co_await it")]] timed_wait_request {
+  /// Marks the request as awaitable inside a magpie task.
+  using magpie_awaitable = void;
+  P *m_primitive;
+  io::detail::nanos m_deadline;
+  deadline_state m_when;
+  /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
+  timed_wait_awaitable<P> magpie_bind(core::frame_base &self) && {
+    io::detail::wait_home(self, "magpie: a timed wait"); // checks; starts the reactor
+    return timed_wait_awaitable<P>(self, *m_primitive, m_deadline, m_when); // in place
+  }
+};
+
+/// wait_until(t) on `p`: the deadline converted (and saturated) as a sleep's.
+template <typename P, typename Clock, typename Duration>
+timed_wait_request<P> wait_until_request(P &p, std::chrono::time_point<Clock, Duration> t) {
+  return {&p, io::sleep_until(t).m_deadline, deadline_state::unknown};
+}
+
+/// wait_for(d) on `p`: one clock read; a zero or negative `d` does not wait.
+template <typename P, typename Rep, typename Period>
+timed_wait_request<P> wait_for_request(P &p, std::chrono::duration<Rep, Period> d) {
+  return {&p, io::sleep_for(d).m_deadline,
+          d <= d.zero() ? deadline_state::past : deadline_state::future};
+}
+
+/// A plain thread's timed waiter: on its stack; its own deadline is its timer.
+struct timed_blocking_waiter : blocking_waiter, io::detail::timeout_node {
+  timed_blocking_waiter() noexcept { m_slot = static_cast<io::detail::timeout_node *>(this); }
+};
+
+/// A plain thread's timed wait on `p` until `deadline` (steady clock): true if p let it pass,
+/// false if the deadline came first. Rethrows what p's side failed the wait with.
+template <typename P>
+bool wait_blocking_until(P &p, std::chrono::steady_clock::time_point deadline) {
+  if (timed_access::try_pass(p)) {
+    return true;
+  }
+  if (deadline <= std::chrono::steady_clock::now()) {
+    return false;
+  }
+  timed_blocking_waiter w;
+  if (timed_access::enqueue(p, w, nullptr) == timed_outcome::passed) {
+    return true;
+  }
+  if (!core::detail::wait_for_done(w.m_word, &w, &deadline)) {
+    if (w.claim()) { // the deadline won: take ourselves out; p's side will not touch us
+      timed_access::take_out_expired(p, w);
+      return false;
+    }
+    // p's side claimed us first: its release is on its way (one exchange of our word).
+    core::detail::wait_for_done(w.m_word, &w);
+  }
+  w.rethrow_if_failed();
+  return true;
+}
+
+/// A time point of any clock as one of the steady clock (as sleep_until converts it).
+template <typename Clock, typename Duration>
+std::chrono::steady_clock::time_point to_steady(std::chrono::time_point<Clock, Duration> t) {
+  if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
+    return std::chrono::time_point_cast<std::chrono::steady_clock::duration>(t);
+  } else {
+    return std::chrono::steady_clock::now() +
+           std::chrono::duration_cast<std::chrono::steady_clock::duration>(t - Clock::now());
+  }
+}
+
+/// A duration from now as a steady-clock deadline, saturating (a huge `d` never expires).
+template <typename Rep, typename Period>
+std::chrono::steady_clock::time_point steady_after(std::chrono::duration<Rep, Period> d) {
+  auto const now = std::chrono::steady_clock::now();
+  if (d <= d.zero()) {
+    return now;
+  }
+  if (std::chrono::duration<double>(d) >=
+      std::chrono::duration<double>(std::chrono::steady_clock::time_point::max() - now)) {
+    return std::chrono::steady_clock::time_point::max();
+  }
+  return now + std::chrono::ceil<std::chrono::steady_clock::duration>(d);
+}
+
+/// The timed waits of a primitive `P` (the event, the latch), as members: P derives from this
+/// (and befriends timed_access). "Passes": what P's untimed wait() waits for.
+template <typename P>
+class timed_waits {
+public:
+  /// `co_await p.wait_until(t)`: as wait(), giving up at `t` — true if the wait passed, false if
+  /// `t` came first. A deadline already reached returns at once (true if the wait passes now).
+  /// Any clock's time point is converted to io::clock. While it waits the task holds its pool
+  /// (the pool's destructor waits for the deadline). Throws what wait() throws, and
+  /// std::bad_alloc if the reactor's timer heap cannot grow. With GCC 12.2 bind the result to a
+  /// variable (docs/guarantees.md, L3b).
+  template <typename Clock, typename Duration>
+  timed_wait_request<P> wait_until(std::chrono::time_point<Clock, Duration> t) {
+    return wait_until_request(self(), t);
+  }
+
+  /// `co_await p.wait_for(d)`: wait_until(now + d), reading the clock once; a zero or negative
+  /// `d` does not wait.
+  template <typename Rep, typename Period>
+  timed_wait_request<P> wait_for(std::chrono::duration<Rep, Period> d) {
+    return wait_for_request(self(), d);
+  }
+
+  /// For plain threads: as wait_blocking(), giving up at `t` — true if the wait passed, false if
+  /// `t` came first (a deadline already reached: true only if it passes now, without waiting).
+  /// Throws magpie::abandoned_wait if the primitive is destroyed first. The thread keeps its own
+  /// time (no reactor).
+  template <typename Clock, typename Duration>
+  bool wait_blocking_until(std::chrono::time_point<Clock, Duration> t) {
+    return detail::wait_blocking_until(self(), to_steady(t));
+  }
+
+  /// wait_blocking_until(now + d); a zero or negative `d` does not wait.
+  template <typename Rep, typename Period>
+  bool wait_blocking_for(std::chrono::duration<Rep, Period> d) {
+    return detail::wait_blocking_until(self(), steady_after(d));
+  }
+
+private:
+  P &self() noexcept { return static_cast<P &>(*this); }
+};
+
+} // namespace magpie::sync::detail
+
+#endif // __linux__
