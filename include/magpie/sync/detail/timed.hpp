@@ -158,21 +158,24 @@ struct timed_access {
 };
 
 /// The awaitable of a task's timed wait on `P`: a waiter in P's queue and a deadline in the
-/// reactor, one of which wakes the task. co_await returns true if P let the task pass.
+/// reactor, one of which wakes the task. co_await returns true if P let the task pass. The
+/// suspension is the skeleton of waiter.hpp (wait_awaitable: hold, park, enqueue, point of no
+/// return); this adds the deadline.
 template <typename P>
-struct timed_wait_awaitable : waiter, io::detail::timeout_node {
-  core::frame_base *m_frame;
+struct timed_wait_awaitable : wait_awaitable<timed_wait_awaitable<P>>, io::detail::timeout_node {
   P *m_primitive;
   timed_outcome m_outcome = timed_outcome::undecided;
   deadline_state m_when;
 
   timed_wait_awaitable(core::frame_base &frame, P &p, io::detail::nanos deadline,
                        deadline_state when) noexcept
-      : m_frame(&frame), m_primitive(&p), m_when(when) {
+      : m_primitive(&p), m_when(when) {
+    this->m_frame = &frame;
     m_deadline = deadline;
   }
 
-  bool await_ready() noexcept {
+  /// Fast path (await_ready): passes now, or the deadline has already been reached.
+  bool try_now() noexcept {
     if (timed_access::try_pass(*m_primitive)) {
       m_outcome = timed_outcome::passed;
       return true;
@@ -185,24 +188,19 @@ struct timed_wait_awaitable : waiter, io::detail::timeout_node {
     return false;
   }
 
-  MAGPIE_CORO_SUSPEND_NOINLINE std::coroutine_handle<> await_suspend(std::coroutine_handle<>) {
-    core::context &worker = core::ext::worker_of(*m_frame);
-    core::executor *home = worker.home();
-    home->hold(); // may throw (pool_closed): the co_await throws, nothing is suspended
-    waiter::m_run = &waiter::run;
-    waiter::m_task = core::ext::park(*m_frame);
+  /// Slow path (await_suspend, parked): passes under P's lock or cannot arm the deadline (true:
+  /// the task never left), or is queued and armed (false: the point of no return).
+  bool try_or_enqueue(waiter &w) noexcept {
     io::detail::timeout_node *const node = this;
-    m_slot = node; // marks the waiter as timed
+    w.m_slot = node; // marks the waiter as timed
     m_expired = &on_deadline;
     m_outcome = timed_outcome::queued; // before the point of no return: await_resume may run
-    timed_outcome const now = timed_access::enqueue(*m_primitive, *this, node);
-    if (now != timed_outcome::queued) { // passed under the lock, or no memory for the timer
-      m_outcome = now;
-      home->unhold();
-      return core::ext::resume_here(waiter::m_task, worker); // never left
+    timed_outcome const now = timed_access::enqueue(*m_primitive, w, node);
+    if (now == timed_outcome::queued) {
+      return false;
     }
-    // Point of no return: queued and armed; a release or the deadline may have woken us.
-    return core::ext::continue_after(worker);
+    m_outcome = now;
+    return true;
   }
 
   bool await_resume() {
@@ -218,7 +216,7 @@ struct timed_wait_awaitable : waiter, io::detail::timeout_node {
     // P's side claimed us (a release, or its destructor): make sure the reactor is done with
     // the node (it may have popped it and lost the claim) before the frame goes.
     (void)io::detail::cancel_timer(*this);
-    rethrow_if_failed();
+    this->rethrow_if_failed();
     return true;
   }
 
@@ -226,8 +224,9 @@ struct timed_wait_awaitable : waiter, io::detail::timeout_node {
   static void on_deadline(io::detail::timeout_node &n) noexcept {
     auto &self = static_cast<timed_wait_awaitable &>(n);
     self.m_result = io::detail::wait_node::timed_out;
-    timed_access::take_out_expired(*self.m_primitive, self); // the last touch of P
-    self.waiter::wake();                                     // point of no return
+    waiter &w = self;
+    timed_access::take_out_expired(*self.m_primitive, w); // the last touch of P
+    w.wake();                                             // point of no return
   }
 };
 
@@ -264,16 +263,21 @@ struct timed_blocking_waiter : blocking_waiter, io::detail::timeout_node {
   timed_blocking_waiter() noexcept { m_slot = static_cast<io::detail::timeout_node *>(this); }
 };
 
-/// A plain thread's timed wait on `p` until `deadline` (steady clock): true if p let it pass,
-/// false if the deadline came first. Rethrows what p's side failed the wait with.
+/// A plain thread's timed wait on `p` until the deadline of `r` (a request made as a task's
+/// would be, with the same conversion and saturation): true if p let it pass, false if the
+/// deadline came first. Rethrows what p's side failed the wait with.
 template <typename P>
-bool wait_blocking_until(P &p, std::chrono::steady_clock::time_point deadline) {
+bool wait_blocking_until(P &p, timed_wait_request<P> const &r) {
   if (timed_access::try_pass(p)) {
     return true;
   }
-  if (deadline <= std::chrono::steady_clock::now()) {
+  if (r.m_when == deadline_state::past ||
+      (r.m_when == deadline_state::unknown && r.m_deadline <= io::detail::now_nanos())) {
     return false;
   }
+  // io::clock is the steady clock; the deadline is its time since the epoch in nanoseconds.
+  auto const deadline = io::clock::time_point(
+      std::chrono::duration_cast<io::clock::duration>(std::chrono::nanoseconds(r.m_deadline)));
   timed_blocking_waiter w;
   if (timed_access::enqueue(p, w, nullptr) == timed_outcome::passed) {
     return true;
@@ -288,31 +292,6 @@ bool wait_blocking_until(P &p, std::chrono::steady_clock::time_point deadline) {
   }
   w.rethrow_if_failed();
   return true;
-}
-
-/// A time point of any clock as one of the steady clock (as sleep_until converts it).
-template <typename Clock, typename Duration>
-std::chrono::steady_clock::time_point to_steady(std::chrono::time_point<Clock, Duration> t) {
-  if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
-    return std::chrono::time_point_cast<std::chrono::steady_clock::duration>(t);
-  } else {
-    return std::chrono::steady_clock::now() +
-           std::chrono::duration_cast<std::chrono::steady_clock::duration>(t - Clock::now());
-  }
-}
-
-/// A duration from now as a steady-clock deadline, saturating (a huge `d` never expires).
-template <typename Rep, typename Period>
-std::chrono::steady_clock::time_point steady_after(std::chrono::duration<Rep, Period> d) {
-  auto const now = std::chrono::steady_clock::now();
-  if (d <= d.zero()) {
-    return now;
-  }
-  if (std::chrono::duration<double>(d) >=
-      std::chrono::duration<double>(std::chrono::steady_clock::time_point::max() - now)) {
-    return std::chrono::steady_clock::time_point::max();
-  }
-  return now + std::chrono::ceil<std::chrono::steady_clock::duration>(d);
 }
 
 /// The timed waits of a primitive `P` (the event, the latch), as members: P derives from this
@@ -344,13 +323,13 @@ public:
   /// time (no reactor).
   template <typename Clock, typename Duration>
   bool wait_blocking_until(std::chrono::time_point<Clock, Duration> t) {
-    return detail::wait_blocking_until(self(), to_steady(t));
+    return detail::wait_blocking_until(self(), wait_until_request(self(), t));
   }
 
   /// wait_blocking_until(now + d); a zero or negative `d` does not wait.
   template <typename Rep, typename Period>
   bool wait_blocking_for(std::chrono::duration<Rep, Period> d) {
-    return detail::wait_blocking_until(self(), steady_after(d));
+    return detail::wait_blocking_until(self(), wait_for_request(self(), d));
   }
 
 private:
