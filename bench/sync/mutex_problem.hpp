@@ -24,7 +24,7 @@ namespace mutex_problem {
 
 inline constexpr char const *name = "mutex";
 
-enum class lock_kind { magpie, semaphore, shared, shared_read, std_mutex };
+enum class lock_kind { magpie, magpie_timed, semaphore, shared, shared_read, std_mutex };
 
 struct size {
   char const *name;
@@ -41,7 +41,9 @@ inline constexpr size sizes[] = {
     {"semaphore", lock_kind::semaphore, 100'000, 50, 0, 0},
     {"shared", lock_kind::shared, 100'000, 50, 0, 0},
     {"shared-read", lock_kind::shared_read, 100'000, 50, 0, 0},
+    {"magpie-timed", lock_kind::magpie_timed, 100'000, 50, 0, 0},
     {"magpie-spaced", lock_kind::magpie, 100'000, 50, 20, 200},
+    {"magpie-timed-spaced", lock_kind::magpie_timed, 100'000, 50, 20, 200},
     {"semaphore-spaced", lock_kind::semaphore, 100'000, 50, 20, 200},
     {"shared-spaced", lock_kind::shared, 100'000, 50, 20, 200},
     {"shared-read-spaced", lock_kind::shared_read, 100'000, 50, 20, 200},

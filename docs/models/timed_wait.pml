@@ -20,6 +20,20 @@
  * to destroy), under the lock it claims and takes every waiter it can (abandoned_wait), unlocks,
  * wakes them, then re-takes the lock until `timed` is 0, then frees the event.
  *
+ * With -DPERMITS the primitive is a semaphore with no free permit (include/magpie/sync/detail/
+ * permits.hpp, heir_queue.hpp: timed takes, docs/protocols.md §9.8): the flag is the count of
+ * free permits (0 or 1 here), the setter is give(1) ("give"): under the lock it takes the oldest
+ * waiter it may — an untimed one (a revoked heir, requeued untimed) at once, a timed one only if
+ * it claims it — and makes it the *heir* (state handed; if its job is still in flight from a
+ * revocation, that job resumes it, else its job is resubmitted), or, if it takes nobody, adds the
+ * permit to the count. The heir's job (heir_run) exchanges the state to idle: revoked, it does
+ * nothing (the waiter is queued again); else it forgets the heir under the lock and resumes the
+ * task. A third task, the taker, takes once under the lock (try_take_or_revoke): a free permit,
+ * else the heir's permit if it may revoke it (a semaphore: never a timed heir's) — the heir goes
+ * back to the head of the queue, untimed — and gives up otherwise. With -DMUTEX as well the
+ * primitive is a mutex: the taker may revoke a timed heir, and gives back what it took (unlock:
+ * a give), which hands the lock to the revoked heir again.
+ *
  * PROPERTIES (exhaustive, safety):
  *   1. Each waiter is woken at most once (assert in wake) and at least once (every waiter
  *      finishes, else spin reports an invalid end state).
@@ -38,6 +52,14 @@
  *                        timer: the reactor pops a freed node (3)
  *   -DDTOR -DBUG_DTOR_NO_WAIT  the destructor frees the event without waiting for the reactor
  *                        to take out the waiters whose deadline won (3)
+ *   -DPERMITS -DBUG_REVOKE_TIMED  a semaphore's taker revokes a timed heir: back at the head
+ *                        with its claim spent, the waiter waits for a give that never comes (1:
+ *                        it never finishes; spin reports an invalid end state)
+ *   -DPERMITS -DMUTEX -DBUG_REQUEUE_TIMED  the revoked heir is requeued still marked timed: the
+ *                        next give finds its claim spent, skips it as expired, and it waits
+ *                        forever (1)
+ * With PERMITS, property 2 counts the taker: waits that passed + the taker's take + the count = 1
+ * (MUTEX: the taker gives back what it took, so waits that passed + the count = 1).
  */
 
 #define W 2        /* waiters */
@@ -65,6 +87,17 @@ bool event_freed;
 bool set_done;     /* the setter (or destroyer) has finished */
 byte finished;
 byte passes;
+
+#ifdef PERMITS
+#define IDLE 0
+#define HANDED 1
+#define REVOKED 2
+byte heir = NONE;  /* the heir (heir_queue::m_heir) */
+byte heir_state[W];
+bool has_deadline[W]; /* waiter::m_has_deadline: queued timed (cleared when requeued revoked) */
+bool taker_took;
+bool taker_done;
+#endif
 
 inline lock(l) { atomic { l == 0 -> l = 1 } }
 inline unlock(l) { l = 0 }
@@ -95,6 +128,136 @@ inline wake(w) {
     run task(w)
   }
 }
+
+#ifdef PERMITS
+/* heir_run: the resumption job of a waiter handed a permit as the heir. */
+proctype heir_job(byte i) {
+  byte s;
+  atomic { s = heir_state[i]; heir_state[i] = IDLE }; /* the CAS loop to idle */
+  if
+  :: s == REVOKED -> skip /* queued again: a later give resumes it */
+  :: else ->
+    lock(ev_lock);
+    if
+    :: heir == i -> heir = NONE /* forget_heir */
+    :: else -> skip
+    fi;
+    unlock(ev_lock);
+    wake(i)
+  fi
+}
+
+/* give(1), from outside the lock; uses the caller's locals k, u, w, taken, resubmit. */
+inline give_one() {
+  lock(ev_lock);
+  k = 0;
+  taken = NONE;
+  do
+  :: k < qlen ->
+    w = q[k];
+    if
+    :: !has_deadline[w] -> skip /* untimed (a revoked heir): taken without a claim */
+    :: else ->
+#ifdef BUG_IGNORE_CLAIM
+      claimed[w] = 1;
+#else
+      if
+      :: atomic { !claimed[w] -> claimed[w] = 1 } -> skip
+      :: atomic { claimed[w] -> skip };
+#ifdef BUG_DROP_SET
+        taken = W; /* gives up: "somebody was there" */
+        break;
+#endif
+        k++;
+        goto next
+      fi;
+#endif
+      timed--
+    fi;
+    unlink(w);
+    taken = w;
+    break;
+next:
+    skip
+  :: else -> break
+  od;
+  resubmit = 0;
+  if
+  :: taken == NONE -> flag = 1
+  :: taken < W -> /* make_heir (there is none: the taker gives only after the heir's job) */
+    atomic {
+      if
+      :: heir_state[taken] == REVOKED -> heir_state[taken] = HANDED /* its job resumes it */
+      :: else -> heir_state[taken] = HANDED; resubmit = 1
+      fi
+    };
+    heir = taken
+  :: else -> skip
+  fi;
+  unlock(ev_lock);
+  if
+  :: resubmit -> run heir_job(taken)
+  :: else -> skip
+  fi
+}
+
+/* A task's one take (try_take_or_revoke), under the lock; gives up if it cannot take. MUTEX:
+ * gives back what it took (unlock). */
+proctype taker() {
+  byte h;
+  byte k;
+  byte u;
+  byte w;
+  byte taken;
+  bool resubmit;
+  lock(ev_lock);
+  if
+  :: atomic { flag -> flag = 0; taker_took = 1 } /* a CAS: a fast-path waiter may race it */
+  :: else ->
+    h = heir;
+    if
+#if defined(MUTEX) || defined(BUG_REVOKE_TIMED)
+    :: h != NONE -> /* may revoke a timed heir */
+#else
+    :: h != NONE && !has_deadline[h] -> /* never a timed heir (none is untimed here) */
+#endif
+      atomic {
+        if
+        :: heir_state[h] == HANDED -> heir_state[h] = REVOKED; taker_took = 1
+        :: else -> skip /* its job has begun: it owns the permit */
+        fi
+      }
+    :: else -> skip
+    fi;
+    if
+    :: taker_took -> /* the heir goes back to the head of the queue */
+      d_step {
+        u = qlen;
+        do
+        :: u > 0 -> q[u] = q[u - 1]; u--
+        :: else -> break
+        od;
+        q[0] = h;
+        qlen++;
+        u = 0
+      }
+#ifndef BUG_REQUEUE_TIMED
+      has_deadline[h] = 0; /* its claim is spent: requeued untimed */
+#endif
+      heir = NONE
+    :: else -> skip
+    fi
+  fi;
+  unlock(ev_lock);
+#ifdef MUTEX
+  if
+  :: taker_took -> give_one() /* unlock */
+  :: else -> skip
+  fi;
+#endif
+  taker_done = 1
+}
+#endif
 
 proctype task(byte i) {
   bool passed = 0;
@@ -139,6 +302,9 @@ proctype suspender(byte i) {
   :: else ->
     q[qlen] = i;
     qlen++;
+#ifdef PERMITS
+    has_deadline[i] = 1;
+#endif
     lock(shard_lock);
     in_heap[i] = 1;
     unlock(shard_lock);
@@ -189,7 +355,17 @@ end:
   od
 }
 
-#ifndef DTOR
+#if defined(PERMITS)
+proctype setter() {
+  byte k;
+  byte u;
+  byte w;
+  byte taken;
+  bool resubmit;
+  give_one();
+  set_done = 1
+}
+#elif !defined(DTOR)
 proctype setter() {
   byte k = 0;
   byte u;
@@ -233,7 +409,8 @@ next:
   fi;
   set_done = 1
 }
-#else
+#endif
+#if defined(DTOR) && !defined(PERMITS)
 proctype destroyer() {
   byte k = 0;
   byte u;
@@ -286,9 +463,18 @@ init {
 #else
     run destroyer();
 #endif
+#ifdef PERMITS
+    run taker();
+#endif
   }
   finished == W && set_done;
-#ifndef DTOR
+#if defined(PERMITS) && defined(MUTEX)
+  taker_done;
+  assert(passes + flag == 1);
+#elif defined(PERMITS)
+  taker_done;
+  assert(passes + taker_took + flag == 1);
+#elif !defined(DTOR)
   assert(passes + flag == 1);
 #else
   assert(passes == 0);

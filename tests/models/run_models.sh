@@ -131,7 +131,8 @@ check waiter.auto                      waiter.pml  pass safety -DAUTO
 check waiter.auto.BUG_NO_RECHECK       waiter.pml  fail safety -DAUTO -DBUG_NO_RECHECK
 check waiter.auto.BUG_SET_IGNORES_QUEUED waiter.pml fail safety -DAUTO -DBUG_SET_IGNORES_QUEUED
 check waiter.auto.BUG_SOLO_DROPPED     waiter.pml  fail safety -DAUTO -DBUG_SOLO_DROPPED
-#     a timed wait on an auto-reset event: set() and the deadline race to claim the waiter
+#     a timed wait on an auto-reset event (and, -DPERMITS, a timed take of a semaphore or, with
+#     -DMUTEX, of a mutex, with a racing taker): the release and the deadline race to claim it
 check timed_wait                       timed_wait.pml pass safety
 check timed_wait.BUG_IGNORE_CLAIM      timed_wait.pml fail safety -DBUG_IGNORE_CLAIM
 check timed_wait.BUG_DROP_SET          timed_wait.pml fail safety -DBUG_DROP_SET
@@ -139,6 +140,11 @@ check timed_wait.BUG_OUTCOME_LATE      timed_wait.pml fail safety -DBUG_OUTCOME_
 check timed_wait.BUG_NO_CANCEL         timed_wait.pml fail safety -DBUG_NO_CANCEL
 check timed_wait.dtor                  timed_wait.pml pass safety -DDTOR
 check timed_wait.dtor.BUG_DTOR_NO_WAIT timed_wait.pml fail safety -DDTOR -DBUG_DTOR_NO_WAIT
+check timed_wait.permits               timed_wait.pml pass safety -DPERMITS
+check timed_wait.permits.BUG_REVOKE_TIMED timed_wait.pml fail safety -DPERMITS -DBUG_REVOKE_TIMED
+check timed_wait.permits.BUG_IGNORE_CLAIM timed_wait.pml fail safety -DPERMITS -DBUG_IGNORE_CLAIM
+check timed_wait.mutex                 timed_wait.pml pass safety -DPERMITS -DMUTEX
+check timed_wait.mutex.BUG_REQUEUE_TIMED timed_wait.pml fail safety -DPERMITS -DMUTEX -DBUG_REQUEUE_TIMED
 
 # (e) the reactor's sleep against a timer being armed (docs/protocols.md §10)
 check reactor                 reactor.pml pass safety

@@ -18,6 +18,25 @@
 #include "common/test_support.hpp"
 #include "magpie/io.hpp"
 #include "sync/sync_support.hpp"
+#include "sync/timed_support.hpp"
+
+// The primitives with timed waits here, for the shared tests of sync/timed_support.hpp.
+template <>
+struct magpie::test::timed_ops<magpie::event> {
+  static std::unique_ptr<magpie::event> make_closed() { return std::make_unique<magpie::event>(); }
+  static auto take(magpie::event &e, std::chrono::microseconds d) { return e.wait_for(d); }
+  static bool take_blocking(magpie::event &e, std::chrono::microseconds d) {
+    return e.wait_blocking_for(d);
+  }
+};
+template <>
+struct magpie::test::timed_ops<magpie::latch> {
+  static std::unique_ptr<magpie::latch> make_closed() { return std::make_unique<magpie::latch>(1); }
+  static auto take(magpie::latch &l, std::chrono::microseconds d) { return l.wait_for(d); }
+  static bool take_blocking(magpie::latch &l, std::chrono::microseconds d) {
+    return l.wait_blocking_for(d);
+  }
+};
 
 namespace {
 
@@ -28,14 +47,6 @@ using magpie::task;
 using magpie::io::clock;
 
 using event_timed_test = scheduler_test;
-
-std::size_t pending_timers() { return magpie::io::reactor_statistics().pending_timers; }
-
-/// A spread of durations in [lo, lo + span) µs, by index (no shared generator between tasks).
-std::chrono::microseconds spread(int i, int lo, int span) {
-  auto const h = static_cast<std::uint32_t>(i) * 2654435761u;
-  return std::chrono::microseconds(lo + static_cast<int>(h % static_cast<std::uint32_t>(span)));
-}
 
 TEST_P(event_timed_test, a_deadline_that_passes_returns_false_and_never_early) {
   event ev;
@@ -165,11 +176,6 @@ bool is_open(event &e) { return e.is_set(); }
 bool is_open(magpie::latch &l) { return l.try_wait(); }
 void open_up(event &e) { e.set(); }
 void open_up(magpie::latch &l) { l.count_down(); }
-std::unique_ptr<event> make_closed(event *) { return std::make_unique<event>(); }
-std::unique_ptr<magpie::latch> make_closed(magpie::latch *) {
-  return std::make_unique<magpie::latch>(1);
-}
-
 template <typename P>
 task<long> wait_around(int i, P *p, std::atomic<int> *bad) {
   auto const d = spread(i, 200, 2000);
@@ -196,7 +202,7 @@ template <typename P>
 void opening_races_deadlines(any_scheduler &sched) {
   int const n = scaled(64, 16);
   for (int round = 0; round < scaled(20, 4); ++round) {
-    auto p = make_closed(static_cast<P *>(nullptr));
+    std::unique_ptr<P> p = timed_ops<P>::make_closed();
     std::atomic<int> bad{0};
     {
       side_thread t0([&] { thread_waits_around(round, p.get(), &bad); });
@@ -221,63 +227,6 @@ TEST_P(event_timed_test, a_manual_set_racing_deadlines_releases_or_times_out_eve
 
 TEST_P(event_timed_test, a_latch_opening_as_deadlines_expire_releases_or_times_out_everyone) {
   opening_races_deadlines<magpie::latch>(m_sched);
-}
-
-template <typename P>
-task<long> wait_on_doomed(int i, P *p, std::atomic<int> *abandoned, std::atomic<int> *timed_out) {
-  try {
-    bool const passed = co_await p->wait_for(spread(i, 300, 1500));
-    if (!passed) {
-      timed_out->fetch_add(1);
-    }
-  } catch (magpie::abandoned_wait const &) {
-    abandoned->fetch_add(1);
-  }
-  co_return 1;
-}
-
-template <typename P>
-void thread_waits_on_doomed(int i, P *p, std::atomic<int> *abandoned, std::atomic<int> *timed_out) {
-  try {
-    if (!p->wait_blocking_for(spread(i, 300, 1500))) {
-      timed_out->fetch_add(1);
-    }
-  } catch (magpie::abandoned_wait const &) {
-    abandoned->fetch_add(1);
-  }
-}
-
-template <typename P>
-void destroyed_as_deadlines_expire(any_scheduler &sched) {
-  int const n = scaled(32, 8);
-  int const threads = 2;
-  int total_abandoned = 0;
-  for (int round = 0; round < scaled(30, 6); ++round) {
-    auto p = make_closed(static_cast<P *>(nullptr));
-    std::atomic<int> abandoned{0};
-    std::atomic<int> timed_out{0};
-    {
-      side_thread t0([&] { thread_waits_on_doomed(round, p.get(), &abandoned, &timed_out); });
-      side_thread t1([&] { thread_waits_on_doomed(round + 3, p.get(), &abandoned, &timed_out); });
-      side_thread destroyer([&] {
-        // Destroy only once every waiter is queued or done (a waiter that has not reached the
-        // primitive yet would use it after free: the test's fault, not the primitive's).
-        ASSERT_TRUE(wait_until(
-            [&] { return static_cast<int>(p->waiting()) + timed_out.load() == n + threads; }));
-        std::this_thread::sleep_for(spread(round, 0, 1200));
-        p.reset();
-      });
-      EXPECT_EQ(
-          sched.run(
-              fork_n<decltype(&wait_on_doomed<P>), P *, std::atomic<int> *, std::atomic<int> *>, n,
-              &wait_on_doomed<P>, p.get(), &abandoned, &timed_out),
-          n);
-    }
-    EXPECT_EQ(abandoned.load() + timed_out.load(), n + threads);
-    total_abandoned += abandoned.load();
-  }
-  EXPECT_EQ(pending_timers(), 0u);
-  std::printf("[ info ] %d waits abandoned, the others timed out\n", total_abandoned);
 }
 
 TEST_P(event_timed_test, destroying_the_event_while_deadlines_expire_ends_every_wait_once) {

@@ -22,6 +22,7 @@
 // Protocol and proof sketch: docs/protocols.md §9.4; models: docs/models/mutex.pml,
 // docs/models/mutex_heir.pml.
 
+#include <chrono>
 #include <cstddef>
 #include <mutex>
 #include <stdexcept>
@@ -30,6 +31,7 @@
 #include "magpie/core/config.hpp"
 #include "magpie/core/frame.hpp"
 #include "magpie/sync/detail/permits.hpp"
+#include "magpie/sync/detail/timed.hpp" // try_lock_for / try_lock_until (Linux)
 #include "magpie/sync/detail/waiter.hpp"
 #include "magpie/sync/guard.hpp"
 
@@ -158,6 +160,47 @@ public:
     return {*this, std::adopt_lock};
   }
 
+#if defined(__linux__)
+  /// `bool const locked = co_await m.try_lock_until(t)`: as lock(), giving up at `t` — true if
+  /// the task holds the mutex (pair it with unlock()), false if `t` came first. The waiter keeps
+  /// its place in the FIFO until then; a wait whose turn came before `t` returns true, even if
+  /// revocations (at most fairness_bound critical sections of other tasks) delay its resumption
+  /// past `t`. A deadline already reached does not suspend: true only if the lock succeeds at once.
+  /// Any clock's time point is converted to io::clock. While it waits the task holds its pool (the
+  /// pool's destructor waits for the deadline). Throws what lock() throws, and std::bad_alloc if
+  /// the reactor's timer heap cannot grow. With GCC 12.2 bind the result to a variable
+  /// (docs/guarantees.md, L3b).
+  template <typename Clock, typename Duration>
+  detail::timed_wait_request<detail::permits>
+  try_lock_until(std::chrono::time_point<Clock, Duration> t) {
+    return detail::wait_until_request(m_permits, t);
+  }
+
+  /// `co_await m.try_lock_for(d)`: try_lock_until(now + d), reading the clock once; a zero or
+  /// negative `d` does not wait.
+  template <typename Rep, typename Period>
+  detail::timed_wait_request<detail::permits> try_lock_for(std::chrono::duration<Rep, Period> d) {
+    return detail::wait_for_request(m_permits, d);
+  }
+
+  /// For plain threads: as lock_blocking(), giving up at `t` — true if the thread holds the
+  /// mutex, false if `t` came first (a deadline already reached: true only if it is free now).
+  /// Throws std::logic_error on a thread that runs a magpie task, magpie::abandoned_wait if the
+  /// mutex is destroyed first. The thread keeps its own time (no reactor).
+  template <typename Clock, typename Duration>
+  bool try_lock_blocking_until(std::chrono::time_point<Clock, Duration> t) {
+    refuse_worker();
+    return detail::wait_blocking_until(m_permits, detail::wait_until_request(m_permits, t));
+  }
+
+  /// try_lock_blocking_until(now + d); a zero or negative `d` does not wait.
+  template <typename Rep, typename Period>
+  bool try_lock_blocking_for(std::chrono::duration<Rep, Period> d) {
+    refuse_worker();
+    return detail::wait_blocking_until(m_permits, detail::wait_for_request(m_permits, d));
+  }
+#endif
+
   /// True if the mutex is held now (a snapshot, for diagnostics and tests).
   bool is_locked() const noexcept { return m_permits.count() == 0; }
   /// Tasks and threads waiting now (a snapshot, for diagnostics and tests).
@@ -166,7 +209,16 @@ public:
 private:
   friend class condition_variable;
 
-  detail::permits m_permits{1}; // one permit: free; none: held
+#if defined(__linux__)
+  static void refuse_worker() {
+    if (detail::on_worker_thread()) {
+      throw std::logic_error("magpie::mutex::try_lock_blocking_for/_until inside a task would "
+                             "block its worker: co_await m.try_lock_for(d) instead");
+    }
+  }
+#endif
+
+  detail::permits m_permits{1, /*given_back=*/true}; // one permit: free; none: held
 };
 
 } // namespace magpie::sync

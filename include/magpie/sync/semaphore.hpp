@@ -20,6 +20,7 @@
 // and proof sketch: docs/protocols.md §9.6 (the core is §9.4's); model:
 // docs/models/mutex_heir.pml with -DPERMITS=2.
 
+#include <chrono>
 #include <cstddef>
 #include <stdexcept>
 #include <utility>
@@ -27,6 +28,7 @@
 #include "magpie/core/config.hpp"
 #include "magpie/core/frame.hpp"
 #include "magpie/sync/detail/permits.hpp"
+#include "magpie/sync/detail/timed.hpp" // try_acquire_for / try_acquire_until (Linux)
 #include "magpie/sync/detail/waiter.hpp"
 
 namespace magpie::sync {
@@ -100,12 +102,63 @@ public:
                                      "block its worker: co_await s.acquire() instead");
   }
 
+#if defined(__linux__)
+  /// `bool const took = co_await s.try_acquire_until(t)`: as acquire(), giving up at `t` — true
+  /// if the task took a permit, false if `t` came first (a release that comes later goes to the
+  /// next waiter, or to the count: no permit is lost to a wait that gives up). The waiter keeps
+  /// its place in the FIFO until then; a wait whose turn came before `t` returns true (a hand-off
+  /// to a timed waiter is never revoked). A deadline already reached does not suspend: true only if
+  /// a permit is taken at once. Any clock's time point is converted to io::clock. While it waits
+  /// the task holds its pool (the pool's destructor waits for the deadline). Throws what acquire()
+  /// throws, and std::bad_alloc if the reactor's timer heap cannot grow. With GCC 12.2 bind the
+  /// result to a variable (docs/guarantees.md, L3b).
+  template <typename Clock, typename Duration>
+  detail::timed_wait_request<detail::permits>
+  try_acquire_until(std::chrono::time_point<Clock, Duration> t) {
+    return detail::wait_until_request(m_permits, t);
+  }
+
+  /// `co_await s.try_acquire_for(d)`: try_acquire_until(now + d), reading the clock once; a zero
+  /// or negative `d` does not wait.
+  template <typename Rep, typename Period>
+  detail::timed_wait_request<detail::permits>
+  try_acquire_for(std::chrono::duration<Rep, Period> d) {
+    return detail::wait_for_request(m_permits, d);
+  }
+
+  /// For plain threads: as acquire_blocking(), giving up at `t` — true if the thread took a
+  /// permit, false if `t` came first (a deadline already reached: true only if one is free now).
+  /// Throws std::logic_error on a thread that runs a magpie task, magpie::abandoned_wait if the
+  /// semaphore is destroyed first. The thread keeps its own time (no reactor).
+  template <typename Clock, typename Duration>
+  bool try_acquire_blocking_until(std::chrono::time_point<Clock, Duration> t) {
+    refuse_worker();
+    return detail::wait_blocking_until(m_permits, detail::wait_until_request(m_permits, t));
+  }
+
+  /// try_acquire_blocking_until(now + d); a zero or negative `d` does not wait.
+  template <typename Rep, typename Period>
+  bool try_acquire_blocking_for(std::chrono::duration<Rep, Period> d) {
+    refuse_worker();
+    return detail::wait_blocking_until(m_permits, detail::wait_for_request(m_permits, d));
+  }
+#endif
+
   /// Free permits now (a snapshot).
   std::size_t count() const noexcept { return m_permits.count(); }
   /// Tasks and threads waiting now (a snapshot, for diagnostics and tests).
   std::size_t waiting() noexcept { return m_permits.waiting(); }
 
 private:
+#if defined(__linux__)
+  static void refuse_worker() {
+    if (detail::on_worker_thread()) {
+      throw std::logic_error("magpie::semaphore::try_acquire_blocking_for/_until inside a task "
+                             "would block its worker: co_await s.try_acquire_for(d) instead");
+    }
+  }
+#endif
+
   detail::permits m_permits;
 };
 

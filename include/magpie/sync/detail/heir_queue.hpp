@@ -18,6 +18,12 @@
 // only by CAS (its job against a revoker or a destructor), and the heir's job clears m_heir under
 // the lock before the task runs, so nobody reads a waiter whose task has gone on. There is at most
 // one heir; the derived primitive hands for good whatever it hands while an heir is pending.
+//
+// On Linux the queue may hold timed waiters (a mutex's try_lock_for, a semaphore's
+// try_acquire_for: timed.hpp): the primitive takes only a waiter it claims (take_oldest), the
+// deadline's side takes out one it claimed (take_out_expired), and a hand-off to a timed waiter
+// is revoked only where the revoker must give the lock back (a mutex): its deadline's claim is
+// spent, so requeued it can no longer time out. docs/protocols.md §9.8, "Timed takes".
 
 #include <atomic>
 #include <cstddef>
@@ -28,6 +34,7 @@
 #include "magpie/core/config.hpp"
 #include "magpie/sync/detail/blocking.hpp"
 #include "magpie/sync/detail/lock_word.hpp"
+#include "magpie/sync/detail/timed.hpp" // timed_queue (Linux)
 #include "magpie/sync/detail/waiter.hpp"
 
 namespace magpie::sync::detail {
@@ -135,7 +142,9 @@ protected:
   explicit heir_queue(word_t initial) noexcept : m_word(initial) {}
 
   /// Fails every waiter with abandoned_wait (the primitive is being destroyed): the queued ones,
-  /// and an heir whose job has not started (it never ran holding the lock).
+  /// and an heir whose job has not started (it never ran holding the lock). A timed waiter whose
+  /// deadline claimed it first ends its own wait (false): the destructor waits until its
+  /// deadline's side has taken it out.
   ~heir_queue() {
     m_word.lock();
     unsigned spins = 0;
@@ -154,11 +163,23 @@ protected:
       spin_pause(spins);
       m_word.lock();
     }
-    waiter *const w = m_waiters.take_all();
+    waiter *const w = m_waiters.take_all(); // skips timed waiters whose deadline claimed them
+#if defined(__linux__)
+    bool const expiring = m_waiters.timed() != 0;
+#endif
     m_word.unlock();
-    if (w == nullptr) {
-      return; // nobody waits: no exception made (it allocates)
+    if (w != nullptr) {
+      fail_taken(w);
     }
+#if defined(__linux__)
+    if (expiring) {
+      wait_out_expiring(m_word, m_waiters); // their deadline's side touches us until then
+    }
+#endif
+  }
+
+  /// The destructor's failure of the waiters it took (a list linked by m_next_waiter).
+  static void fail_taken(waiter *w) noexcept {
     std::exception_ptr const abandoned = std::make_exception_ptr(abandoned_wait());
     waiter *const rest = w->m_next_waiter; // read first: a released waiter may be gone at once
     // A revoked heir is queued only at the head (it went back to the front, and no hand-off, so
@@ -202,12 +223,18 @@ protected:
   /// (null: never), if the heir is a task of that executor whose job has not started and whose
   /// revocations are not used up; the heir goes back to the head of the queue (the caller
   /// releases the lock with the waiters bit set and the heir's share now the revoker's). True if
-  /// it did.
-  bool revoke_heir(core::executor *mine) noexcept {
+  /// it did. A timed heir (its deadline's claim spent: requeued, it cannot time out any more) is
+  /// revoked only with `timed_too`, which the primitive passes when every taker gives back what
+  /// it took (a mutex's unlock), so the heir is handed the lock again soon; it is requeued as an
+  /// untimed waiter.
+  bool revoke_heir(core::executor *mine, bool timed_too = false) noexcept {
     waiter *const h = heir();
     core::executor *const home = h->m_task.home();
-    if (mine == nullptr || home != mine || h->m_revocations >= max_revocations) {
-      return false; // another executor (a hold there would be costly), or the bound: queue
+    if (mine == nullptr || home != mine || h->m_revocations >= max_revocations ||
+        (h->m_has_deadline && !timed_too)) {
+      // Another executor (a hold there would be costly), the bound, or a timed heir that a
+      // release may never reach again (a semaphore's): queue.
+      return false;
     }
     // relaxed: only the job moves a handed state (to idle), and it reads nothing we write here
     // but the state itself; the lock's history reaches us through the internal lock.
@@ -230,13 +257,56 @@ protected:
       return false;
     }
     ++h->m_revocations;
+    h->m_has_deadline = false; // its m_slot is ours now (make_heir): requeued untimed
     set_heir(nullptr);
     m_waiters.push_front(h);
     return true;
   }
 
+  /// Under the lock: the oldest waiter the primitive can claim, unlinked, or null — on Linux a
+  /// timed waiter whose deadline claimed it first is skipped (it stays queued until its
+  /// deadline's side takes it out: take_out_expired).
+  waiter *take_oldest() noexcept {
+#if defined(__linux__)
+    return m_waiters.take(1);
+#else
+    waiter *const w = m_waiters.pop();
+    if (w != nullptr) {
+      w->m_next_waiter = nullptr; // pop does not clear it
+    }
+    return w;
+#endif
+  }
+
+#if defined(__linux__)
+  /// Under the lock: queues the timed waiter `w` and arms its deadline (`arm`: null for a plain
+  /// thread), or, if the timer heap cannot grow, queues nothing (false). Releases the lock
+  /// either way, with the waiters bit as the queue now is.
+  bool enqueue_timed(waiter &w, io::detail::timeout_node *arm) noexcept {
+    bool const armed = m_waiters.push_timed(w, arm);
+    bool const queued = !m_waiters.empty();
+    // release (in unlock_with): the queued waiter and the bit, to the next lock holder.
+    m_word.unlock_with([queued](word_t cur) { return queued ? (cur | waiters_bit) : cur; });
+    return armed;
+  }
+
+  /// The deadline's side of a timed wait, after it claimed `w`: takes it out of the queue (where
+  /// every other party left it), clearing the waiters bit if the queue is now empty. Its last
+  /// touch of the primitive (the destructor waits for it).
+  void take_out_expired(waiter &w) noexcept {
+    m_word.lock();
+    m_waiters.remove_expired(w);
+    bool const queued = !m_waiters.empty();
+    m_word.unlock_with([queued](word_t cur) { return queued ? cur : (cur & ~waiters_bit); });
+  }
+#endif
+
   lock_word m_word;
+#if defined(__linux__)
+  timed_queue m_waiters; // guarded by the lock; a mutex's or semaphore's may hold timed waiters
+#else
   waiter_queue m_waiters; // guarded by the lock
+#endif
 
   // relaxed: under the lock, which orders it; outside, a hint decided under the lock.
   waiter *heir() const noexcept { return m_heir.load(std::memory_order_relaxed); }

@@ -7,7 +7,9 @@
 // number of free permits. The rule that makes every decision simple: the word changes only by a
 // CAS whose expected value has the lock bit CLEAR, or by the holder of the lock. So under the lock
 // the state is frozen, and the fast paths (one CAS each) never race with a decision taken under
-// it. Invariant whenever the lock is free: waiters bit ⇔ the queue is non-empty ⇒ no free permit.
+// it. Invariant whenever the lock is free: waiters bit ⇔ the queue is non-empty; and a free
+// permit ⇒ every queued waiter is a timed one whose deadline has claimed it (Linux; it is about
+// to take itself out), so none waits for a permit.
 //
 // Direct hand-off: give() with waiters queued passes each permit to the oldest waiter (popped
 // under the lock, woken after it) instead of adding it to the count; the count never goes up while
@@ -18,6 +20,14 @@
 // finds no free permit may revoke the heir's. A waiter handed a permit while another heir is
 // pending (a semaphore's other holder released) is handed it for good. docs/protocols.md §9.4
 // and §9.6, docs/models/mutex_heir.pml.
+//
+// Timed takes (Linux; mutex::try_lock_for, semaphore::try_acquire_for): a timed waiter is queued
+// with a deadline (timed.hpp); give() hands a permit only to a waiter it claims, skipping one
+// whose deadline claimed it first, so no permit is lost to a wait that gives up. A timed waiter
+// that give() claims and makes the heir returns true, holding what it was handed; its hand-off
+// is revoked only on a mutex (`m_given_back`: the revoker must unlock, which hands it the lock
+// again), never on a semaphore, whose revoker might never release (the waiter, its deadline
+// spent, would wait forever). docs/protocols.md §9.8.
 
 #include <atomic>
 #include <cstddef>
@@ -29,6 +39,7 @@
 #include "magpie/sync/detail/blocking.hpp"
 #include "magpie/sync/detail/heir_queue.hpp"
 #include "magpie/sync/detail/lock_word.hpp"
+#include "magpie/sync/detail/timed.hpp"
 #include "magpie/sync/detail/waiter.hpp"
 
 namespace magpie::sync::detail {
@@ -43,7 +54,11 @@ public:
   /// The largest count the word holds.
   static constexpr std::size_t max_count = static_cast<std::size_t>(~word_t{0} >> 2);
 
-  explicit permits(std::size_t initial) noexcept : heir_queue(static_cast<word_t>(initial) * one) {}
+  /// `initial` free permits. `given_back`: every taker gives back what it takes (a mutex's
+  /// unlock; not a semaphore, whose permits may be consumed), so a hand-off to a timed heir may
+  /// be revoked (heir_queue::revoke_heir).
+  explicit permits(std::size_t initial, bool given_back = false) noexcept
+      : heir_queue(static_cast<word_t>(initial) * one), m_given_back(given_back) {}
 
   /// Takes one permit if one is free and nobody waits. Never spurious: if the lock is held by
   /// someone else, decides under it.
@@ -52,7 +67,7 @@ public:
     word_t s = m_word.load(std::memory_order_acquire);
     while ((s & lock_word::locked) == 0) {
       if (s < one) {
-        return false; // no free permit (the waiters bit implies none)
+        return false; // no free permit
       }
       // acquire: as above.
       if (m_word.word().compare_exchange_weak(s, s - one, std::memory_order_acquire,
@@ -96,9 +111,12 @@ public:
     check(static_cast<std::size_t>(v / one), n);
     waiter *head = nullptr; // handed for good, woken after the lock is released
     waiter **tail = &head;
-    waiter *to_resubmit = nullptr;        // the new heir, unless its job is still in flight
-    while (n > 0 && !m_waiters.empty()) { // one permit each, oldest first: direct hand-off
-      waiter *const w = m_waiters.pop();
+    waiter *to_resubmit = nullptr; // the new heir, unless its job is still in flight
+    while (n > 0) {                // one permit each, oldest first: direct hand-off
+      waiter *const w = take_oldest();
+      if (w == nullptr) {
+        break; // nobody left whom we can claim: the rest go to the count
+      }
       --n;
       if (w->m_task && heir() == nullptr) {
         if (make_heir(*w)) {
@@ -155,6 +173,27 @@ public:
   }
 
 private:
+#if defined(__linux__)
+  // Timed takes (timed.hpp; mutex::try_lock_for, semaphore::try_acquire_for wait on the permits
+  // themselves): the fast paths, the timed take and, from heir_queue, take_out_expired.
+  friend struct timed_access;
+  bool try_pass() noexcept { return try_take(); }
+  bool try_pass(core::frame_base &self) noexcept { return try_take_or_revoke(self); }
+
+  /// Under the lock: takes a free permit or, for a task, the permit of an heir of its executor,
+  /// as take_or_enqueue(w, true) (passed); else queues `w` and arms its deadline (`arm`; null
+  /// for a plain thread): queued, or out_of_memory (nothing queued) if the reactor's timer heap
+  /// cannot grow. After queued, `w` belongs to the queue and its deadline.
+  timed_outcome pass_or_enqueue_timed(waiter &w, io::detail::timeout_node *arm) noexcept {
+    if (take_locked(m_word.lock(), w.m_task ? w.m_task.home() : nullptr)) {
+      return timed_outcome::passed;
+    }
+    return enqueue_timed(w, arm) ? timed_outcome::queued : timed_outcome::out_of_memory;
+  }
+#endif
+
+  bool const m_given_back; // a mutex: timed heirs may be revoked (see the constructor)
+
   /// give()'s fast path: adds `n` permits by one CAS if nobody waits and the lock is free (true);
   /// false if the caller must decide under the lock.
   template <typename Check>
@@ -180,7 +219,7 @@ private:
       m_word.unlock_with([](word_t cur) { return cur - one; });
       return true;
     }
-    if (mine != nullptr && heir() != nullptr && revoke_heir(mine)) {
+    if (mine != nullptr && heir() != nullptr && revoke_heir(mine, m_given_back)) {
       // release (in unlock_with): the requeued heir and the waiters bit, to the next lock holder.
       m_word.unlock_with([](word_t cur) { return cur | waiters_bit; });
       return true;

@@ -14,6 +14,7 @@
 // A primitive `P` with timed waits keeps a `timed_queue` and gives these (private; it befriends
 // `timed_access`):
 //   bool try_pass() noexcept;                        // fast path, no lock
+//   bool try_pass(core::frame_base &) noexcept;      // optional: a task's fast path
 //   timed_outcome pass_or_enqueue_timed(waiter &w, io::detail::timeout_node *arm) noexcept;
 //       // under its lock: passes now, or timed_queue::push_timed(w, arm) (arm: null for a thread)
 //   void take_out_expired(waiter &w) noexcept;       // under its lock: timed_queue::remove_expired
@@ -45,9 +46,9 @@ enum class timed_outcome : std::uint8_t { undecided, passed, expired, queued, ou
 /// wait_until deadline needs a clock read to tell whether it has passed.
 enum class deadline_state : std::uint8_t { past, future, unknown };
 
-/// The claim node of a timed waiter (its m_slot), or null for an untimed one.
+/// The claim node of a queued timed waiter (its m_slot), or null for an untimed one.
 inline io::detail::timeout_node *timed_node(waiter &w) noexcept {
-  return static_cast<io::detail::timeout_node *>(w.m_slot);
+  return w.m_has_deadline ? static_cast<io::detail::timeout_node *>(w.m_slot) : nullptr;
 }
 
 /// A primitive's FIFO of waiters, some of them timed. Every member: under the primitive's lock.
@@ -57,12 +58,24 @@ public:
   std::size_t size() const noexcept { return m_waiters.size(); }
   /// Queues an untimed waiter.
   void push(waiter *w) noexcept { m_waiters.push(w); }
+  /// Queues an untimed waiter ahead of every other (a revoked heir: heir_queue.hpp).
+  void push_front(waiter *w) noexcept { m_waiters.push_front(w); }
+  /// The oldest waiter, still queued, or null.
+  waiter *front() const noexcept { return m_waiters.front(); }
+  /// The oldest waiter, unlinked, or null: for a primitive none of whose waiters is timed (the
+  /// shared_mutex, which shares heir_queue's queue); the others take().
+  waiter *pop() noexcept {
+    MAGPIE_ASSERT(m_timed == 0, "magpie: pop() from a queue with timed waiters");
+    return m_waiters.pop();
+  }
 
   /// Queues a timed waiter and, for a task, arms its deadline (`arm`; null for a plain thread,
   /// which keeps its own time): under the primitive's lock, so a deadline that fires at once
   /// waits for that lock to take the waiter out (primitive → shard lock order). False, queuing
   /// nothing, if the timer heap could not grow.
   bool push_timed(waiter &w, io::detail::timeout_node *arm) noexcept {
+    MAGPIE_ASSERT(w.m_slot != nullptr, "magpie: a timed waiter without its timeout node");
+    w.m_has_deadline = true;
     m_waiters.push(&w);
     if (arm != nullptr && !io::detail::arm_timer(*arm)) {
       m_waiters.remove(&w);
@@ -147,6 +160,15 @@ struct timed_access {
   static bool try_pass(P &p) noexcept {
     return p.try_pass();
   }
+  /// A task's fast path: P's task form if it has one (a lock may revoke an heir's hand-off).
+  template <typename P>
+  static bool try_pass(P &p, core::frame_base &self) noexcept {
+    if constexpr (requires { p.try_pass(self); }) {
+      return p.try_pass(self);
+    } else {
+      return p.try_pass();
+    }
+  }
   template <typename P>
   static timed_outcome enqueue(P &p, waiter &w, io::detail::timeout_node *arm) noexcept {
     return p.pass_or_enqueue_timed(w, arm);
@@ -176,7 +198,7 @@ struct timed_wait_awaitable : wait_awaitable<timed_wait_awaitable<P>>, io::detai
 
   /// Fast path (await_ready): passes now, or the deadline has already been reached.
   bool try_now() noexcept {
-    if (timed_access::try_pass(*m_primitive)) {
+    if (timed_access::try_pass(*m_primitive, *this->m_frame)) {
       m_outcome = timed_outcome::passed;
       return true;
     }
@@ -192,7 +214,7 @@ struct timed_wait_awaitable : wait_awaitable<timed_wait_awaitable<P>>, io::detai
   /// the task never left), or is queued and armed (false: the point of no return).
   bool try_or_enqueue(waiter &w) noexcept {
     io::detail::timeout_node *const node = this;
-    w.m_slot = node; // marks the waiter as timed
+    w.m_slot = node; // its claim node (push_timed marks the waiter timed)
     m_expired = &on_deadline;
     m_outcome = timed_outcome::queued; // before the point of no return: await_resume may run
     timed_outcome const now = timed_access::enqueue(*m_primitive, w, node);

@@ -51,6 +51,10 @@ struct waiter : core::job {
   /// movable, which a request's magpie_bind needs).
   std::uint8_t m_heir_state = 0;
   std::uint8_t m_revocations = 0; ///< times this wait's hand-off was revoked (heir_queue.hpp)
+  /// Set when the waiter is queued with a deadline: m_slot then points at the timeout node whose
+  /// claim decides the wait (timed.hpp). Cleared when a revoked heir is requeued (heir_queue.hpp:
+  /// its claim is spent and make_heir reused m_slot), so it then waits as an untimed waiter.
+  bool m_has_deadline = false;
 
   /// Resubmits the task to its pool. Any thread; never blocks. Point of no return: from here on
   /// the task may run, and this waiter (in its frame) may be gone — touch nothing of it after.
