@@ -146,10 +146,8 @@ public:
   /// wait(g), blocking the thread. Throws std::logic_error on a thread that runs a magpie task.
   void wait_blocking(unique_guard<sync::mutex> &g) {
     MAGPIE_CHECK(g.owns_lock(), "magpie::condition_variable::wait_blocking: no lock owned");
-    if (detail::on_worker_thread()) {
-      throw std::logic_error("magpie::condition_variable::wait_blocking inside a task would "
+    detail::refuse_on_worker("magpie::condition_variable::wait_blocking inside a task would "
                              "block its worker: co_await cv.wait(g) instead");
-    }
     detail::blocking_waiter w;
     enqueue(w, *g.mutex());
     g.mutex()->unlock();

@@ -121,7 +121,7 @@ public:
         wake = solo_of(v);
         wake->m_next_waiter = nullptr;
       } else {
-        wake = take_oldest();
+        wake = m_waiters.take(1); // on Linux, skips timed waiters whose deadline claimed them
       }
     } else {
       wake = taken_all(v);
@@ -228,19 +228,6 @@ private:
       return solo;
     }
     return m_waiters.take_all();
-  }
-
-  /// Under the lock: the oldest queued waiter that the event can claim, unlinked, or null.
-  detail::waiter *take_oldest() noexcept {
-#if defined(__linux__)
-    return m_waiters.take(1); // skips timed waiters whose deadline claimed them
-#else
-    detail::waiter *const w = m_waiters.pop();
-    if (w != nullptr) {
-      w->m_next_waiter = nullptr; // pop does not clear it
-    }
-    return w;
-#endif
   }
 
   bool try_pass() noexcept {

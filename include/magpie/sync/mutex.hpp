@@ -189,14 +189,14 @@ public:
   /// mutex is destroyed first. The thread keeps its own time (no reactor).
   template <typename Clock, typename Duration>
   bool try_lock_blocking_until(std::chrono::time_point<Clock, Duration> t) {
-    refuse_worker();
+    detail::refuse_on_worker(timed_blocking_on_worker);
     return detail::wait_blocking_until(m_permits, detail::wait_until_request(m_permits, t));
   }
 
   /// try_lock_blocking_until(now + d); a zero or negative `d` does not wait.
   template <typename Rep, typename Period>
   bool try_lock_blocking_for(std::chrono::duration<Rep, Period> d) {
-    refuse_worker();
+    detail::refuse_on_worker(timed_blocking_on_worker);
     return detail::wait_blocking_until(m_permits, detail::wait_for_request(m_permits, d));
   }
 #endif
@@ -210,12 +210,9 @@ private:
   friend class condition_variable;
 
 #if defined(__linux__)
-  static void refuse_worker() {
-    if (detail::on_worker_thread()) {
-      throw std::logic_error("magpie::mutex::try_lock_blocking_for/_until inside a task would "
-                             "block its worker: co_await m.try_lock_for(d) instead");
-    }
-  }
+  static constexpr char const *timed_blocking_on_worker =
+      "magpie::mutex::try_lock_blocking_for/_until inside a task would "
+      "block its worker: co_await m.try_lock_for(d) instead";
 #endif
 
   detail::permits m_permits{1, /*given_back=*/true}; // one permit: free; none: held

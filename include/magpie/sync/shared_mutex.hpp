@@ -281,10 +281,8 @@ private:
   bool front_is_exclusive() const noexcept { return m_waiters.front()->m_slot != nullptr; }
 
   void take_blocking(bool exclusive) {
-    if (detail::on_worker_thread()) {
-      throw std::logic_error("magpie::shared_mutex: a blocking lock inside a task would block its "
-                             "worker: co_await m.lock() / m.lock_shared() instead");
-    }
+    detail::refuse_on_worker("magpie::shared_mutex: a blocking lock inside a task would block "
+                             "its worker: co_await m.lock() / m.lock_shared() instead");
     if (try_take(exclusive)) {
       return;
     }

@@ -20,7 +20,7 @@
 // one heir; the derived primitive hands for good whatever it hands while an heir is pending.
 //
 // On Linux the queue may hold timed waiters (a mutex's try_lock_for, a semaphore's
-// try_acquire_for: timed.hpp): the primitive takes only a waiter it claims (take_oldest), the
+// try_acquire_for: timed.hpp): the primitive takes only a waiter it claims (timed_queue::take), the
 // deadline's side takes out one it claimed (take_out_expired), and a hand-off to a timed waiter
 // is revoked only where the revoker must give the lock back (a mutex): its deadline's claim is
 // spent, so requeued it can no longer time out. docs/protocols.md §9.8, "Timed takes".
@@ -261,21 +261,6 @@ protected:
     set_heir(nullptr);
     m_waiters.push_front(h);
     return true;
-  }
-
-  /// Under the lock: the oldest waiter the primitive can claim, unlinked, or null — on Linux a
-  /// timed waiter whose deadline claimed it first is skipped (it stays queued until its
-  /// deadline's side takes it out: take_out_expired).
-  waiter *take_oldest() noexcept {
-#if defined(__linux__)
-    return m_waiters.take(1);
-#else
-    waiter *const w = m_waiters.pop();
-    if (w != nullptr) {
-      w->m_next_waiter = nullptr; // pop does not clear it
-    }
-    return w;
-#endif
   }
 
 #if defined(__linux__)

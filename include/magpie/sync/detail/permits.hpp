@@ -48,6 +48,14 @@ namespace magpie::sync::detail {
 /// task). Blocking forms (lock_blocking …) refuse to run there: they would block the worker.
 inline bool on_worker_thread() noexcept { return core::this_context() != nullptr; }
 
+/// For a blocking form: throws std::logic_error(`what`, naming the task form to use instead) on
+/// a thread that runs a magpie task.
+inline void refuse_on_worker(char const *what) {
+  if (on_worker_thread()) {
+    throw std::logic_error(what);
+  }
+}
+
 class permits : public heir_queue {
 public:
   static constexpr word_t one = 4;
@@ -113,7 +121,9 @@ public:
     waiter **tail = &head;
     waiter *to_resubmit = nullptr; // the new heir, unless its job is still in flight
     while (n > 0) {                // one permit each, oldest first: direct hand-off
-      waiter *const w = take_oldest();
+      // The oldest we can claim (on Linux a timed waiter whose deadline claimed it first stays
+      // queued until its deadline's side takes it out).
+      waiter *const w = m_waiters.take(1);
       if (w == nullptr) {
         break; // nobody left whom we can claim: the rest go to the count
       }
@@ -242,9 +252,7 @@ struct take_awaitable : wait_awaitable<take_awaitable> {
 /// that runs a magpie task (`what` names the task form to use instead), abandoned_wait if the
 /// primitive is destroyed first.
 inline void take_blocking(permits &p, char const *what) {
-  if (on_worker_thread()) {
-    throw std::logic_error(what);
-  }
+  refuse_on_worker(what);
   if (p.try_take()) {
     return;
   }

@@ -90,14 +90,7 @@ public:
   /// deadline claimed it first stays queued, untouched, until its deadline's side takes it out.
   waiter *take(std::size_t limit) noexcept {
     if (m_timed == 0) {
-      if (limit != 1) {
-        return m_waiters.take_all();
-      }
-      waiter *const w = m_waiters.pop();
-      if (w != nullptr) {
-        w->m_next_waiter = nullptr; // pop does not clear it
-      }
-      return w;
+      return m_waiters.take(limit);
     }
     return m_waiters.take_if(
         [this](waiter &w) {

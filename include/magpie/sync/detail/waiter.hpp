@@ -137,6 +137,20 @@ public:
     return w;
   }
 
+  /// Unlinks up to `limit` waiters, the oldest first, as a list linked by m_next_waiter (as
+  /// take_all; null if none is queued).
+  waiter *take(std::size_t limit) noexcept {
+    if (limit >= m_size) {
+      return take_all();
+    }
+    if (limit == 1) {
+      waiter *const w = pop();
+      w->m_next_waiter = nullptr; // pop does not clear it
+      return w;
+    }
+    return take_if([](waiter &) { return true; }, limit);
+  }
+
   /// Unlinks `w` if it is queued: true if it was. O(its position in the queue).
   bool remove(waiter *w) noexcept {
     waiter *prev = nullptr;
