@@ -12,10 +12,15 @@
 //               task cancels it; a wait that times out fails the check.
 //   cv_rt       the same ping-pong between two std::threads with a std::mutex and a
 //               std::condition_variable (one hand-off = one round trip).
+//   magpie_cv_rt  the same ping-pong between two tasks on ONE worker with a magpie::mutex and a
+//               magpie::condition_variable (`co_await cv.wait(g, pred)`); turns counted and
+//               checked.
+//   magpie_cv_timed_rt  the same with `co_await cv.wait_for(g, 10s, pred)` (Linux): every wait
+//               arms a deadline that the notify claims; a wait that times out fails the check.
 //
 // Prints one line per benchmark: name, median ns, min, max over --reps runs (default 7), and
 // "check OK" (exit status 1 if any check fails). Usage: sync_bench [--reps N] [--quick]
-// [--only channel|event|event_timed|cv] (one kind only, e.g. under perf)
+// [--only channel|event|event_timed|cv|magpie_cv|magpie_cv_timed] (one kind only, e.g. under perf)
 
 #include <algorithm>
 #include <atomic>
@@ -161,17 +166,18 @@ magpie::task<long> ping_pong(long rounds) {
   co_return x + y;
 }
 
-void bench_event(int reps, long rounds, bool timed) {
-  char const *const name = timed ? "event_timed_rt" : "event_rt";
+/// Runs `game(pool, rounds)` (two players on one worker, `rounds` turns each; it returns the turns
+/// taken, checked) reps + 1 times, the first a warm-up, and reports ns per turn.
+template <typename Game>
+void bench_two_players(char const *name, char const *unit, int reps, long rounds, Game game) {
   magpie::busy_pool pool(1);
   series s;
   for (int rep = 0; rep <= reps; ++rep) {
     auto t0 = clock_type::now();
-    long n = timed ? magpie::sync_wait(pool, ping_pong<true>, rounds)
-                   : magpie::sync_wait(pool, ping_pong<false>, rounds);
+    long const n = game(pool, rounds);
     auto t1 = clock_type::now();
     if (n != 2 * rounds) {
-      std::printf("%s: %ld rounds passed (expected %ld)\n", name, n, 2 * rounds);
+      std::printf("%s: %ld turns taken (expected %ld)\n", name, n, 2 * rounds);
       g_ok = false;
     }
     if (rep > 0) {
@@ -179,8 +185,19 @@ void bench_event(int reps, long rounds, bool timed) {
                      static_cast<double>(2 * rounds));
     }
   }
-  s.report(name, timed ? "ns per suspend->resume, wait_for (1 worker)"
-                       : "ns per suspend->resume (1 worker)");
+  s.report(name, unit);
+}
+
+void bench_event(int reps, long rounds, bool timed) {
+  if (timed) {
+    bench_two_players(
+        "event_timed_rt", "ns per suspend->resume, wait_for (1 worker)", reps, rounds,
+        [](auto &pool, long r) { return magpie::sync_wait(pool, ping_pong<true>, r); });
+  } else {
+    bench_two_players(
+        "event_rt", "ns per suspend->resume (1 worker)", reps, rounds,
+        [](auto &pool, long r) { return magpie::sync_wait(pool, ping_pong<false>, r); });
+  }
 }
 
 void bench_cv(int reps, long rounds) {
@@ -218,6 +235,60 @@ void bench_cv(int reps, long rounds) {
   s.report("cv_rt", "ns per hand-off (std::thread + condition_variable)");
 }
 
+struct cv_game {
+  magpie::mutex m;
+  magpie::condition_variable cv;
+  long turn = 0; // even: player 0's turn, odd: player 1's (guarded by m)
+};
+
+/// One player of the magpie cv ping-pong: waits for its parity, takes the turn, notifies.
+template <bool Timed>
+magpie::task<long> cv_player(cv_game *g, long parity, long rounds) {
+  long done = 0;
+  for (long i = 0; i < rounds; ++i) {
+    auto lock = co_await g->m.scoped_lock();
+    auto const mine = [g, parity] { return g->turn % 2 == parity; };
+#if defined(__linux__)
+    if constexpr (Timed) {
+      bool const ok = co_await g->cv.wait_for(lock, std::chrono::seconds(10), mine);
+      if (!ok) {
+        co_return -1; // timed out: the check fails
+      }
+    } else
+#endif
+    {
+      co_await g->cv.wait(lock, mine);
+    }
+    ++g->turn;
+    ++done;
+    g->cv.notify_one();
+  }
+  co_return done;
+}
+
+template <bool Timed>
+magpie::task<long> cv_game_run(long rounds) {
+  cv_game g;
+  long a = 0;
+  long b = 0;
+  co_await magpie::fork(&a, cv_player<Timed>, &g, 1L, rounds);
+  co_await magpie::call(&b, cv_player<Timed>, &g, 0L, rounds);
+  co_await magpie::join();
+  co_return a + b == 2 * rounds &&g.turn == 2 * rounds ? a + b : -1;
+}
+
+void bench_magpie_cv(int reps, long rounds, bool timed) {
+  if (timed) {
+    bench_two_players(
+        "magpie_cv_timed_rt", "ns per hand-off, wait_for (2 tasks, 1 worker)", reps, rounds,
+        [](auto &pool, long r) { return magpie::sync_wait(pool, cv_game_run<true>, r); });
+  } else {
+    bench_two_players(
+        "magpie_cv_rt", "ns per hand-off (2 tasks, 1 worker)", reps, rounds,
+        [](auto &pool, long r) { return magpie::sync_wait(pool, cv_game_run<false>, r); });
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -252,6 +323,14 @@ int main(int argc, char **argv) {
   if (wanted("cv")) {
     bench_cv(reps, 200'000 / scale);
   }
+  if (wanted("magpie_cv")) {
+    bench_magpie_cv(reps, 200'000 / scale, false);
+  }
+#if defined(__linux__)
+  if (wanted("magpie_cv_timed")) {
+    bench_magpie_cv(reps, 200'000 / scale, true);
+  }
+#endif
   std::printf(g_ok ? "all checks OK\n" : "ERROR OCCURRED: a check failed\n");
   return g_ok ? 0 : 1;
 }

@@ -60,6 +60,24 @@
  *                        forever (1)
  * With PERMITS, property 2 counts the taker: waits that passed + the taker's take + the count = 1
  * (MUTEX: the taker gives back what it took, so waits that passed + the count = 1).
+ *
+ * With -DCV the primitive is a magpie::condition_variable (include/magpie/sync/
+ * condition_variable.hpp: timed_awaitable, move_to_mutex; docs/protocols.md §9.8, "Timed waits:
+ * the condition variable"), and the mutex its waiters hold is modelled by its owner and its FIFO
+ * (its own protocol is §9.4's). Each waiter locks the mutex, queues on the cv and arms its
+ * deadline under the cv's lock, then unlocks the mutex (the point of no return; no fast path: a
+ * cv wait always waits). The setter is one notify_one, by a notifier that locks the mutex and
+ * notifies before or after unlocking it: under the cv's lock it takes the oldest waiter it can
+ * claim, then moves it to the mutex (the mutex free: it now holds it and is woken; else it is
+ * queued there, and the unlock that hands it the mutex wakes it). The reactor, having won a
+ * claim, takes its waiter out under the cv's lock and moves it to the mutex the same way. With
+ * -DDTOR the destroyer moves the waiters it claims to the mutex, abandoned. Properties: 1 and 3
+ * as above; every wait ends holding the mutex (asserted when the task runs); property 2 becomes
+ * "waits notified + a notify that could claim nobody = 1" (DTOR: no wait is notified).
+ *   -DCV -DBUG_CV_WAKE_DIRECT  the deadline's side wakes the task without moving it to the
+ *                        mutex: the wait returns without the mutex (assertion in the task)
+ *   -DCV -DBUG_IGNORE_CLAIM  the notify takes the oldest waiter without claiming it (1)
+ *   -DCV -DDTOR -DBUG_DTOR_NO_WAIT  as for the event (3)
  */
 
 #define W 2        /* waiters */
@@ -87,6 +105,14 @@ bool event_freed;
 bool set_done;     /* the setter (or destroyer) has finished */
 byte finished;
 byte passes;
+
+#ifdef CV
+#define OUTSIDE 8  /* the notifier, holding the mutex */
+byte owner = NONE; /* the mutex's holder */
+byte mq[W];        /* the mutex's FIFO */
+byte mqlen;
+bool nobody;       /* the notify could claim no waiter */
+#endif
 
 #ifdef PERMITS
 #define IDLE 0
@@ -128,6 +154,34 @@ inline wake(w) {
     run task(w)
   }
 }
+
+#ifdef CV
+/* The mutex's unlock by its holder: hands it to the oldest waiter queued there (woken), or frees
+ * it. Atomic: the mutex's own protocol is §9.4's. */
+inline mutex_unlock() {
+  atomic {
+    if
+    :: mqlen > 0 ->
+      owner = mq[0];
+      mq[0] = mq[1];
+      mq[1] = 0;
+      mqlen--;
+      wake(owner)
+    :: else -> owner = NONE
+    fi
+  }
+}
+
+/* move_to_mutex: take_or_enqueue on the waiter's behalf, then hand_to if the mutex was free. */
+inline move_to_mutex(w) {
+  atomic {
+    if
+    :: owner == NONE -> owner = w; wake(w)
+    :: else -> mq[mqlen] = w; mqlen++
+    fi
+  }
+}
+#endif
 
 #ifdef PERMITS
 /* heir_run: the resumption job of a waiter handed a permit as the heir. */
@@ -261,6 +315,9 @@ proctype taker() {
 
 proctype task(byte i) {
   bool passed = 0;
+#ifdef CV
+  assert(owner == i); /* every wait ends holding the mutex */
+#endif
   if
   :: outcome[i] != QUEUED -> passed = (outcome[i] == PASSED)
   :: else ->
@@ -275,6 +332,9 @@ proctype task(byte i) {
       passed = !abandoned[i]
     fi
   fi;
+#ifdef CV
+  mutex_unlock(); /* the guard, after the wait */
+#endif
   atomic {
     frame_gone[i] = 1;
     passes = passes + passed;
@@ -283,6 +343,10 @@ proctype task(byte i) {
 }
 
 proctype suspender(byte i) {
+#ifdef CV
+  atomic { owner == NONE -> owner = i }; /* the waiter's lock (its own wait not modelled) */
+  goto slow;
+#endif
   /* await_ready: the flag (automatic: consumed by CAS) */
   atomic {
     if
@@ -290,6 +354,7 @@ proctype suspender(byte i) {
     :: else -> skip
     fi
   }
+slow:
 #ifndef BUG_OUTCOME_LATE
   outcome[i] = QUEUED;
 #endif
@@ -309,7 +374,12 @@ proctype suspender(byte i) {
     in_heap[i] = 1;
     unlock(shard_lock);
     timed++;
+#ifdef CV
+    atomic { unlock(ev_lock); ready[i] = 1 };
+    mutex_unlock() /* the point of no return */
+#else
     atomic { unlock(ev_lock); ready[i] = 1 } /* the point of no return */
+#endif
   fi;
 #ifdef BUG_OUTCOME_LATE
   outcome[i] = QUEUED;
@@ -348,14 +418,63 @@ end:
       timed--;
       result[n] = TIMED_OUT;
       unlock(ev_lock);
+#if defined(CV) && !defined(BUG_CV_WAKE_DIRECT)
+      move_to_mutex(n)
+#else
       wake(n)
+#endif
     :: else -> skip
     fi;
     n = NONE
   od
 }
 
-#if defined(PERMITS)
+#if defined(CV) && !defined(DTOR)
+/* notify_one under the cv's lock: the oldest waiter it can claim, or nobody. */
+inline notify_one() {
+  lock(ev_lock);
+  do
+  :: k < qlen ->
+    w = q[k];
+#ifdef BUG_IGNORE_CLAIM
+    claimed[w] = 1;
+#else
+    if
+    :: atomic { !claimed[w] -> claimed[w] = 1 } -> skip
+    :: atomic { claimed[w] -> skip }; k++; goto cv_next
+    fi;
+#endif
+    unlink(w);
+    timed--;
+    taken = w;
+    break;
+#ifndef BUG_IGNORE_CLAIM
+cv_next:
+#endif
+    skip
+  :: else -> break
+  od;
+  nobody = (taken == NONE);
+  unlock(ev_lock);
+  if
+  :: taken < W -> move_to_mutex(taken)
+  :: else -> skip
+  fi
+}
+
+proctype setter() {
+  byte k = 0;
+  byte u;
+  byte taken = NONE;
+  byte w;
+  atomic { owner == NONE -> owner = OUTSIDE };
+  if
+  :: true -> notify_one(); mutex_unlock() /* notified under the mutex */
+  :: true -> mutex_unlock(); notify_one() /* after unlocking it */
+  fi;
+  set_done = 1
+}
+#elif defined(PERMITS)
 proctype setter() {
   byte k;
   byte u;
@@ -436,7 +555,11 @@ proctype destroyer() {
   unlock(ev_lock);
   k = 0;
   do
+#ifdef CV
+  :: k < ntook -> move_to_mutex(took[k]); k++
+#else
   :: k < ntook -> wake(took[k]); k++
+#endif
   :: else -> break
   od;
 #ifndef BUG_DTOR_NO_WAIT
@@ -468,7 +591,11 @@ init {
 #endif
   }
   finished == W && set_done;
-#if defined(PERMITS) && defined(MUTEX)
+#if defined(CV) && !defined(DTOR)
+  assert(passes + nobody == 1 && owner == NONE && mqlen == 0);
+#elif defined(CV)
+  assert(passes == 0 && owner == NONE && mqlen == 0);
+#elif defined(PERMITS) && defined(MUTEX)
   taker_done;
   assert(passes + flag == 1);
 #elif defined(PERMITS)

@@ -145,6 +145,11 @@ check timed_wait.permits.BUG_REVOKE_TIMED timed_wait.pml fail safety -DPERMITS -
 check timed_wait.permits.BUG_IGNORE_CLAIM timed_wait.pml fail safety -DPERMITS -DBUG_IGNORE_CLAIM
 check timed_wait.mutex                 timed_wait.pml pass safety -DPERMITS -DMUTEX
 check timed_wait.mutex.BUG_REQUEUE_TIMED timed_wait.pml fail safety -DPERMITS -DMUTEX -DBUG_REQUEUE_TIMED
+check timed_wait.cv                    timed_wait.pml pass safety -DCV
+check timed_wait.cv.BUG_CV_WAKE_DIRECT timed_wait.pml fail safety -DCV -DBUG_CV_WAKE_DIRECT
+check timed_wait.cv.BUG_IGNORE_CLAIM   timed_wait.pml fail safety -DCV -DBUG_IGNORE_CLAIM
+check timed_wait.cv.dtor               timed_wait.pml pass safety -DCV -DDTOR
+check timed_wait.cv.dtor.BUG_DTOR_NO_WAIT timed_wait.pml fail safety -DCV -DDTOR -DBUG_DTOR_NO_WAIT
 
 # (e) the reactor's sleep against a timer being armed (docs/protocols.md §10)
 check reactor                 reactor.pml pass safety

@@ -46,6 +46,13 @@ enum class timed_outcome : std::uint8_t { undecided, passed, expired, queued, ou
 /// wait_until deadline needs a clock read to tell whether it has passed.
 enum class deadline_state : std::uint8_t { past, future, unknown };
 
+/// Whether the deadline of a timed request has been reached before it waits (wait_for(d) knows
+/// from d; a wait_until deadline needs a clock read).
+inline bool deadline_reached(io::detail::nanos deadline, deadline_state when) noexcept {
+  return when == deadline_state::past ||
+         (when == deadline_state::unknown && deadline <= io::detail::now_nanos());
+}
+
 /// The claim node of a queued timed waiter (its m_slot), or null for an untimed one.
 inline io::detail::timeout_node *timed_node(waiter &w) noexcept {
   return w.m_has_deadline ? static_cast<io::detail::timeout_node *>(w.m_slot) : nullptr;
@@ -195,8 +202,7 @@ struct timed_wait_awaitable : wait_awaitable<timed_wait_awaitable<P>>, io::detai
       m_outcome = timed_outcome::passed;
       return true;
     }
-    if (m_when == deadline_state::past ||
-        (m_when == deadline_state::unknown && m_deadline <= io::detail::now_nanos())) {
+    if (deadline_reached(m_deadline, m_when)) {
       m_outcome = timed_outcome::expired; // a deadline already reached does not suspend
       return true;
     }
@@ -278,6 +284,24 @@ struct timed_blocking_waiter : blocking_waiter, io::detail::timeout_node {
   timed_blocking_waiter() noexcept { m_slot = static_cast<io::detail::timeout_node *>(this); }
 };
 
+/// Blocks the thread until `w`, queued in a primitive, is released (true: the primitive's side
+/// claimed it; its error, if any, is left for rethrow_if_failed) or its deadline passes and the
+/// thread claims it (false: the primitive's side will not touch it; the caller takes it out).
+inline bool block_until(timed_blocking_waiter &w, io::detail::nanos deadline_nanos) {
+  // io::clock is the steady clock; the deadline is its time since the epoch in nanoseconds.
+  auto const deadline = io::clock::time_point(
+      std::chrono::duration_cast<io::clock::duration>(std::chrono::nanoseconds(deadline_nanos)));
+  if (core::detail::wait_for_done(w.m_word, &w, &deadline)) {
+    return true;
+  }
+  if (w.claim()) { // the deadline won: the primitive's side will not touch us
+    return false;
+  }
+  // The primitive's side claimed us first: its release is on its way (one exchange of our word).
+  core::detail::wait_for_done(w.m_word, &w);
+  return true;
+}
+
 /// A plain thread's timed wait on `p` until the deadline of `r` (a request made as a task's
 /// would be, with the same conversion and saturation): true if p let it pass, false if the
 /// deadline came first. Rethrows what p's side failed the wait with.
@@ -286,24 +310,16 @@ bool wait_blocking_until(P &p, timed_wait_request<P> const &r) {
   if (timed_access::try_pass(p)) {
     return true;
   }
-  if (r.m_when == deadline_state::past ||
-      (r.m_when == deadline_state::unknown && r.m_deadline <= io::detail::now_nanos())) {
+  if (deadline_reached(r.m_deadline, r.m_when)) {
     return false;
   }
-  // io::clock is the steady clock; the deadline is its time since the epoch in nanoseconds.
-  auto const deadline = io::clock::time_point(
-      std::chrono::duration_cast<io::clock::duration>(std::chrono::nanoseconds(r.m_deadline)));
   timed_blocking_waiter w;
   if (timed_access::enqueue(p, w, nullptr) == timed_outcome::passed) {
     return true;
   }
-  if (!core::detail::wait_for_done(w.m_word, &w, &deadline)) {
-    if (w.claim()) { // the deadline won: take ourselves out; p's side will not touch us
-      timed_access::take_out_expired(p, w);
-      return false;
-    }
-    // p's side claimed us first: its release is on its way (one exchange of our word).
-    core::detail::wait_for_done(w.m_word, &w);
+  if (!block_until(w, r.m_deadline)) {
+    timed_access::take_out_expired(p, w);
+    return false;
   }
   w.rethrow_if_failed();
   return true;
