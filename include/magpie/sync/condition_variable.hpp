@@ -66,11 +66,7 @@ public:
   condition_variable &operator=(condition_variable const &) = delete;
   /// Moves every waiter to its mutex with magpie::abandoned_wait (see the class comment).
   ~condition_variable() {
-    m_lock.lock();
-    detail::waiter *w = m_waiters.take_all(); // (timed waiters: those it claims)
-    sync::mutex *m = m_mutex;
-    m_lock.unlock();
-    move_to_mutex(w, m, std::make_exception_ptr(abandoned_wait()));
+    take_and_move(~std::size_t{0}, std::make_exception_ptr(abandoned_wait()));
 #if defined(__linux__)
     detail::wait_out_expiring(m_lock, m_waiters); // waiters whose deadline claimed them
 #endif
@@ -138,23 +134,11 @@ public:
 
   /// Moves the oldest waiter to its mutex (it wakes holding the mutex). Any thread or task. A
   /// timed waiter whose deadline has already claimed it is passed over (it is timing out).
-  void notify_one() noexcept {
-    m_lock.lock();
-    detail::waiter *w = m_waiters.take(1);
-    sync::mutex *m = m_mutex;
-    m_lock.unlock();
-    move_to_mutex(w, m, nullptr);
-  }
+  void notify_one() noexcept { take_and_move(1, nullptr); }
 
   /// Moves every waiter to its mutex, oldest first (they wake one at a time, each holding the
   /// mutex). Any thread or task.
-  void notify_all() noexcept {
-    m_lock.lock();
-    detail::waiter *w = m_waiters.take_all();
-    sync::mutex *m = m_mutex;
-    m_lock.unlock();
-    move_to_mutex(w, m, nullptr);
-  }
+  void notify_all() noexcept { take_and_move(~std::size_t{0}, nullptr); }
 
   /// For plain threads holding `g` (through mutex::lock_blocking or scoped_lock_blocking): as
   /// wait(g), blocking the thread. Throws std::logic_error on a thread that runs a magpie task.
@@ -187,15 +171,14 @@ public:
   /// With GCC 12.2 bind the result to a variable (docs/guarantees.md, L3b).
   template <typename Clock, typename Duration>
   auto wait_until(unique_guard<sync::mutex> &g, std::chrono::time_point<Clock, Duration> t) {
-    return timed_request{this, g.mutex(), io::sleep_until(t).m_deadline,
-                         detail::deadline_state::unknown};
+    return timed_request_for(g, detail::deadline_until(t));
   }
 
   /// `co_await cv.wait_for(g, d)`: wait_until(g, now + d), reading the clock once; a zero or
   /// negative `d` returns timeout at once.
   template <typename Rep, typename Period>
   auto wait_for(unique_guard<sync::mutex> &g, std::chrono::duration<Rep, Period> d) {
-    return timed_request{this, g.mutex(), io::sleep_for(d).m_deadline, when_for(d)};
+    return timed_request_for(g, detail::deadline_for(d));
   }
 
   /// `bool const ok = co_await cv.wait_until(g, t, pred)`: `while (!pred())` waits until `t`;
@@ -207,16 +190,15 @@ public:
     requires std::is_invocable_r_v<bool, Pred &>
   auto wait_until(unique_guard<sync::mutex> &g, std::chrono::time_point<Clock, Duration> t,
                   Pred pred) {
-    return timed_pred_request<std::decay_t<Pred>>{this, &g, std::move(pred),
-                                                  io::sleep_until(t).m_deadline, false};
+    return timed_pred_request_for<std::decay_t<Pred>>(g, detail::deadline_until(t),
+                                                      std::move(pred));
   }
 
   /// `co_await cv.wait_for(g, d, pred)`: wait_until(g, now + d, pred), reading the clock once.
   template <typename Rep, typename Period, typename Pred>
     requires std::is_invocable_r_v<bool, Pred &>
   auto wait_for(unique_guard<sync::mutex> &g, std::chrono::duration<Rep, Period> d, Pred pred) {
-    return timed_pred_request<std::decay_t<Pred>>{this, &g, std::move(pred),
-                                                  io::sleep_for(d).m_deadline, d > d.zero()};
+    return timed_pred_request_for<std::decay_t<Pred>>(g, detail::deadline_for(d), std::move(pred));
   }
 
   /// For plain threads holding `g`: as wait_until(g, t), blocking the thread (the thread keeps its
@@ -224,28 +206,28 @@ public:
   template <typename Clock, typename Duration>
   std::cv_status wait_blocking_until(unique_guard<sync::mutex> &g,
                                      std::chrono::time_point<Clock, Duration> t) {
-    return wait_blocking_timed(g, io::sleep_until(t).m_deadline, detail::deadline_state::unknown);
+    return wait_blocking_timed(g, detail::deadline_until(t));
   }
 
   /// wait_blocking_until(g, now + d); a zero or negative `d` returns timeout at once.
   template <typename Rep, typename Period>
   std::cv_status wait_blocking_for(unique_guard<sync::mutex> &g,
                                    std::chrono::duration<Rep, Period> d) {
-    return wait_blocking_timed(g, io::sleep_for(d).m_deadline, when_for(d));
+    return wait_blocking_timed(g, detail::deadline_for(d));
   }
 
   /// As wait_blocking_until(g, t) until pred() holds: returns pred() as last evaluated.
   template <typename Clock, typename Duration, typename Pred>
   bool wait_blocking_until(unique_guard<sync::mutex> &g, std::chrono::time_point<Clock, Duration> t,
                            Pred pred) {
-    return wait_blocking_pred(g, io::sleep_until(t).m_deadline, pred);
+    return wait_blocking_pred(g, detail::deadline_until(t).m_at, pred);
   }
 
   /// As wait_blocking_for(g, d) until pred() holds: returns pred() as last evaluated.
   template <typename Rep, typename Period, typename Pred>
   bool wait_blocking_for(unique_guard<sync::mutex> &g, std::chrono::duration<Rep, Period> d,
                          Pred pred) {
-    return wait_blocking_pred(g, io::sleep_for(d).m_deadline, pred);
+    return wait_blocking_pred(g, detail::deadline_for(d).m_at, pred);
   }
 #endif
 
@@ -388,6 +370,16 @@ private:
     m_mutex = &m;
   }
 
+  /// Takes up to `limit` waiters, the oldest first (timed ones only if it claims them), and moves
+  /// them to the mutex of their waits; `e`, if set, is what their waits throw.
+  void take_and_move(std::size_t limit, std::exception_ptr const &e) noexcept {
+    m_lock.lock();
+    detail::waiter *w = m_waiters.take(limit);
+    sync::mutex *m = m_mutex;
+    m_lock.unlock();
+    move_to_mutex(w, m, e);
+  }
+
   /// Gives each waiter of the chain `w` (already unlinked from our queue) to `m`, the mutex of
   /// their waits: queued there, or, if the mutex is free, handed it and woken. `e`, if set, is
   /// what their wait throws.
@@ -457,14 +449,9 @@ private:
         }
         return std::cv_status::timeout; // a deadline already reached: never waited
       }
-      if (m_result == io::detail::wait_node::timed_out) {
-        return std::cv_status::timeout; // the reactor moved us to the mutex; we hold it again
-      }
-      // A notifier (or the destructor) claimed us: make sure the reactor is done with the node
-      // (it may have popped it and lost the claim) before the frame goes.
-      (void)io::detail::cancel_timer(*this);
-      this->rethrow_if_failed();
-      return std::cv_status::no_timeout;
+      // Either way the mutex is held again (the deadline's side moved us to it, too).
+      return detail::ended_by_primitive(*this, *this) ? std::cv_status::no_timeout
+                                                      : std::cv_status::timeout;
     }
 
     /// The reactor's side, on its thread, after it won the claim: takes the waiter out of the
@@ -494,10 +481,18 @@ private:
     }
   };
 
-  /// What a wait_for(d) knows of its deadline before reading the clock again.
-  template <typename Rep, typename Period>
-  static detail::deadline_state when_for(std::chrono::duration<Rep, Period> d) noexcept {
-    return d <= d.zero() ? detail::deadline_state::past : detail::deadline_state::future;
+  /// The request of wait_for(g, d) / wait_until(g, t).
+  timed_request timed_request_for(unique_guard<sync::mutex> &g, detail::timed_deadline dl) {
+    return {this, g.mutex(), dl.m_at, dl.m_when};
+  }
+
+  /// The request of wait_for(g, d, pred) / wait_until(g, t, pred): its first wait need not read
+  /// the clock again if wait_for(d) just computed a deadline in the future.
+  template <typename Pred>
+  timed_pred_request<Pred> timed_pred_request_for(unique_guard<sync::mutex> &g,
+                                                  detail::timed_deadline dl, Pred pred) {
+    return timed_pred_request<Pred>{this, &g, std::move(pred), dl.m_at,
+                                    dl.m_when == detail::deadline_state::future};
   }
 
   /// Queues the timed waiter `w` for `m` and arms its deadline (`arm`; null for a plain thread):
@@ -519,20 +514,19 @@ private:
   }
 
   /// The plain-thread timed wait (wait_blocking_for / _until).
-  std::cv_status wait_blocking_timed(unique_guard<sync::mutex> &g, io_nanos deadline,
-                                     detail::deadline_state when) {
+  std::cv_status wait_blocking_timed(unique_guard<sync::mutex> &g, detail::timed_deadline dl) {
     MAGPIE_CHECK(g.owns_lock(),
                  "magpie::condition_variable::wait_blocking_for/_until: no lock owned");
     detail::refuse_on_worker("magpie::condition_variable::wait_blocking_for/_until inside a task "
                              "would block its worker: co_await cv.wait_for(g, d) instead");
-    if (detail::deadline_reached(deadline, when)) {
+    if (detail::deadline_reached(dl.m_at, dl.m_when)) {
       return std::cv_status::timeout;
     }
     sync::mutex &m = *g.mutex();
     detail::timed_blocking_waiter w;
     (void)enqueue_timed(w, m, nullptr); // no timer to arm: cannot fail
     m.unlock();
-    if (!detail::block_until(w, deadline)) {
+    if (!detail::block_until(w, dl.m_at)) {
       take_out_expired(w);
       m.lock_blocking(); // as a notified waiter, it returns holding the mutex
       return std::cv_status::timeout;
@@ -545,7 +539,7 @@ private:
   template <typename Pred>
   bool wait_blocking_pred(unique_guard<sync::mutex> &g, io_nanos deadline, Pred &pred) {
     while (!pred()) {
-      if (wait_blocking_timed(g, deadline, detail::deadline_state::unknown) ==
+      if (wait_blocking_timed(g, {deadline, detail::deadline_state::unknown}) ==
           std::cv_status::timeout) {
         return pred();
       }

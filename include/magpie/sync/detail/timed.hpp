@@ -53,6 +53,25 @@ inline bool deadline_reached(io::detail::nanos deadline, deadline_state when) no
          (when == deadline_state::unknown && deadline <= io::detail::now_nanos());
 }
 
+/// A timed wait's deadline (io::clock, ns since its epoch) and what is known of it.
+struct timed_deadline {
+  io::detail::nanos m_at;
+  deadline_state m_when;
+};
+
+/// The deadline of a wait_until(t): converted (and saturated) as a sleep's.
+template <typename Clock, typename Duration>
+timed_deadline deadline_until(std::chrono::time_point<Clock, Duration> t) {
+  return {io::sleep_until(t).m_deadline, deadline_state::unknown};
+}
+
+/// The deadline of a wait_for(d): one clock read; a zero or negative `d` is already reached.
+template <typename Rep, typename Period>
+timed_deadline deadline_for(std::chrono::duration<Rep, Period> d) {
+  return {io::sleep_for(d).m_deadline,
+          d <= d.zero() ? deadline_state::past : deadline_state::future};
+}
+
 /// The claim node of a queued timed waiter (its m_slot), or null for an untimed one.
 inline io::detail::timeout_node *timed_node(waiter &w) noexcept {
   return w.m_has_deadline ? static_cast<io::detail::timeout_node *>(w.m_slot) : nullptr;
@@ -154,6 +173,20 @@ inline void abandon_all_timed(lock_word &lock, timed_queue &q) noexcept {
   wait_out_expiring(lock, q);
 }
 
+/// For the await_resume of a task's timed wait that was queued: false if its deadline ended it
+/// (the reactor woke it, done with the node); else the primitive's side claimed it (a release, a
+/// notify, or its destructor): waits until the reactor is done with the node (it may have popped
+/// it and lost the claim) before the frame can go, rethrows what the primitive failed the wait
+/// with, and returns true.
+inline bool ended_by_primitive(io::detail::timeout_node &node, waiter &w) {
+  if (node.m_result == io::detail::wait_node::timed_out) {
+    return false;
+  }
+  (void)io::detail::cancel_timer(node);
+  w.rethrow_if_failed();
+  return true;
+}
+
 /// The primitives' private members that timed waits use (each primitive befriends this).
 struct timed_access {
   template <typename P>
@@ -231,14 +264,7 @@ struct timed_wait_awaitable : wait_awaitable<timed_wait_awaitable<P>>, io::detai
       }
       return m_outcome == timed_outcome::passed;
     }
-    if (m_result == io::detail::wait_node::timed_out) {
-      return false; // the reactor woke us: it is done with the node, and P with us
-    }
-    // P's side claimed us (a release, or its destructor): make sure the reactor is done with
-    // the node (it may have popped it and lost the claim) before the frame goes.
-    (void)io::detail::cancel_timer(*this);
-    this->rethrow_if_failed();
-    return true;
+    return ended_by_primitive(*this, *this);
   }
 
   /// The reactor's side, on its thread, after it won the claim.
@@ -269,14 +295,15 @@ struct [[nodiscard("co_await it")]] timed_wait_request {
 /// wait_until(t) on `p`: the deadline converted (and saturated) as a sleep's.
 template <typename P, typename Clock, typename Duration>
 timed_wait_request<P> wait_until_request(P &p, std::chrono::time_point<Clock, Duration> t) {
-  return {&p, io::sleep_until(t).m_deadline, deadline_state::unknown};
+  timed_deadline const dl = deadline_until(t);
+  return {&p, dl.m_at, dl.m_when};
 }
 
 /// wait_for(d) on `p`: one clock read; a zero or negative `d` does not wait.
 template <typename P, typename Rep, typename Period>
 timed_wait_request<P> wait_for_request(P &p, std::chrono::duration<Rep, Period> d) {
-  return {&p, io::sleep_for(d).m_deadline,
-          d <= d.zero() ? deadline_state::past : deadline_state::future};
+  timed_deadline const dl = deadline_for(d);
+  return {&p, dl.m_at, dl.m_when};
 }
 
 /// A plain thread's timed waiter: on its stack; its own deadline is its timer.
