@@ -17,10 +17,18 @@
 //               checked.
 //   magpie_cv_timed_rt  the same with `co_await cv.wait_for(g, 10s, pred)` (Linux): every wait
 //               arms a deadline that the notify claims; a wait that times out fails the check.
+//   future_rt   one task on ONE worker spawns a child and reads its future with `co_await f`,
+//               one child at a time: the child has not started, so the reader runs it at once
+//               (helping, no suspension). Values checked.
+//   future_timed_rt  the same, but the reader first waits with `co_await f.await_for(10s)`
+//               (Linux), which never helps: it arms a deadline and suspends, the worker runs the
+//               child from its queue, the child's completion wakes the reader, which cancels
+//               the timer and reads. A timeout fails the check.
 //
 // Prints one line per benchmark: name, median ns, min, max over --reps runs (default 7), and
 // "check OK" (exit status 1 if any check fails). Usage: sync_bench [--reps N] [--quick]
-// [--only channel|event|event_timed|cv|magpie_cv|magpie_cv_timed] (one kind only, e.g. under perf)
+// [--only channel|event|event_timed|cv|magpie_cv|magpie_cv_timed|future|future_timed] (one kind
+// only, e.g. under perf)
 
 #include <algorithm>
 #include <atomic>
@@ -29,6 +37,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -289,6 +298,47 @@ void bench_magpie_cv(int reps, long rounds, bool timed) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// spawn and read a future
+
+magpie::task<long> echo(long v) { co_return v; }
+
+/// One task spawns `2 * rounds` children on its own one-worker pool, one at a time, and reads
+/// each future: `co_await f` runs the unstarted child at once (helping), while `await_for`
+/// suspends the reader until the worker has run the child from its queue and it completes.
+template <bool Timed>
+magpie::task<long> spawn_and_read(magpie::pool *pool, long rounds) {
+  long n = 0;
+  for (long i = 0; i < 2 * rounds; ++i) {
+    magpie::future<long> f = magpie::spawn(*pool, echo, i);
+#if defined(__linux__)
+    if constexpr (Timed) {
+      std::future_status const st = co_await f.await_for(std::chrono::seconds(10));
+      if (st != std::future_status::ready) {
+        co_return -1; // timed out: the check fails
+      }
+    }
+#endif
+    long const v = co_await f;
+    n += v == i ? 1 : 0;
+  }
+  co_return n;
+}
+
+void bench_future(int reps, long rounds, bool timed) {
+  if (timed) {
+    bench_two_players("future_timed_rt", "ns per spawn, await_for, read (1 worker)", reps, rounds,
+                      [](magpie::pool &pool, long r) {
+                        return magpie::sync_wait(pool, spawn_and_read<true>, &pool, r);
+                      });
+  } else {
+    bench_two_players("future_rt", "ns per spawn and co_await, helped (1 worker)", reps, rounds,
+                      [](magpie::pool &pool, long r) {
+                        return magpie::sync_wait(pool, spawn_and_read<false>, &pool, r);
+                      });
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -329,6 +379,14 @@ int main(int argc, char **argv) {
 #if defined(__linux__)
   if (wanted("magpie_cv_timed")) {
     bench_magpie_cv(reps, 200'000 / scale, true);
+  }
+#endif
+  if (wanted("future")) {
+    bench_future(reps, 100'000 / scale, false);
+  }
+#if defined(__linux__)
+  if (wanted("future_timed")) {
+    bench_future(reps, 100'000 / scale, true);
   }
 #endif
   std::printf(g_ok ? "all checks OK\n" : "ERROR OCCURRED: a check failed\n");

@@ -150,6 +150,11 @@ check timed_wait.cv.BUG_CV_WAKE_DIRECT timed_wait.pml fail safety -DCV -DBUG_CV_
 check timed_wait.cv.BUG_IGNORE_CLAIM   timed_wait.pml fail safety -DCV -DBUG_IGNORE_CLAIM
 check timed_wait.cv.dtor               timed_wait.pml pass safety -DCV -DDTOR
 check timed_wait.cv.dtor.BUG_DTOR_NO_WAIT timed_wait.pml fail safety -DCV -DDTOR -DBUG_DTOR_NO_WAIT
+#     a task's timed wait for a future: the completer and the deadline race for the lock-free word
+check future_wait                      future_wait.pml pass safety
+check future_wait.BUG_NO_WAIT          future_wait.pml fail safety -DBUG_NO_WAIT
+check future_wait.BUG_GIVE_UP_PENDING  future_wait.pml fail safety -DBUG_GIVE_UP_PENDING
+check future_wait.BUG_WITHDRAW_PENDING future_wait.pml fail safety -DBUG_WITHDRAW_PENDING
 
 # (e) the reactor's sleep against a timer being armed (docs/protocols.md §10)
 check reactor                 reactor.pml pass safety

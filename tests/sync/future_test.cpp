@@ -18,24 +18,12 @@
 #include <gtest/gtest.h>
 
 #include "common/test_support.hpp"
+#include "sync/sync_support.hpp"
 
 namespace {
 
 using namespace magpie::test;
 using magpie::task;
-
-/// Spawned tasks go to the scheduler under test if it is a pool; the inline scheduler's tasks
-/// read futures of a separate pool.
-struct spawn_target {
-  explicit spawn_target(any_scheduler &s) {
-    if (s.pool() == nullptr) {
-      m_own = std::make_unique<magpie::lazy_pool>(2);
-    }
-    m_pool = s.pool() != nullptr ? s.pool() : m_own.get();
-  }
-  std::unique_ptr<magpie::pool> m_own;
-  magpie::pool *m_pool;
-};
 
 task<long> sum_of_fibs(magpie::pool *p, int n) {
   std::vector<magpie::future<long>> fs;

@@ -2,6 +2,7 @@
 // tests/sync/sync_support.hpp — helpers shared by the tests of the waiting primitives.
 
 #include <cstddef>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -25,6 +26,19 @@ magpie::task<long> fork_n(int n, Fn fn, Args... args) {
   }
   co_return sum;
 }
+
+/// Spawned tasks go to the scheduler under test if it is a pool; the inline scheduler's tasks
+/// read futures of a separate pool.
+struct spawn_target {
+  explicit spawn_target(any_scheduler &s) {
+    if (s.pool() == nullptr) {
+      m_own = std::make_unique<magpie::lazy_pool>(2);
+    }
+    m_pool = s.pool() != nullptr ? s.pool() : m_own.get();
+  }
+  std::unique_ptr<magpie::pool> m_own;
+  magpie::pool *m_pool;
+};
 
 /// Runs `fn` on a plain thread and joins it on destruction.
 class side_thread {

@@ -19,6 +19,10 @@
 // the future's own pool (outside a co_await) are refused with std::logic_error unless the result is
 // ready (they would block the worker).
 //
+// Waiting with a deadline (Linux): inside a task `co_await f.await_for(d)` (or await_until(t))
+// suspends until the result is ready or the time is up and returns std::future_status without
+// reading; it never helps (below), since running the task here would ignore the deadline.
+//
 // Helping: a task that co_awaits the future of a task that has not started yet, on a worker of
 // the same pool, runs it itself at once — as a called child, on its own worker and stack — and
 // the pool's job, when it comes, finds it taken and only drops its reference. So awaiting a
@@ -51,6 +55,7 @@
 #include "magpie/sched/pool.hpp"
 #include "magpie/sched/sync_wait.hpp"
 #include "magpie/sync/detail/spawned.hpp"
+#include "magpie/sync/detail/timed.hpp" // await_for / await_until (Linux)
 #include "magpie/sync/detail/waiter.hpp"
 
 namespace magpie::sync {
@@ -103,6 +108,32 @@ struct future_state : spawned {
   bool wait_until(std::chrono::time_point<Clock, Duration> const *deadline) {
     return core::detail::wait_for_done(m_word, this, deadline);
   }
+
+#if defined(__linux__)
+  /// The deadline's side of a task's timed wait (await_for), on the reactor's thread, having won
+  /// the claim of `w`'s timeout node: takes `w` out of the word (true: nobody else will wake it),
+  /// or finds the word `done` (false: the completer took `w` and wakes it, or the task's own
+  /// enqueue found the result ready). A word still `pending` or `thread_waiting` means the task
+  /// has armed its deadline and not yet queued: wait for its CAS (a few instructions away).
+  bool withdraw(waiter &w) noexcept {
+    auto const mine = reinterpret_cast<std::uintptr_t>(&w);
+    for (unsigned spins = 0;;) {
+      std::uintptr_t cur = m_word.load(std::memory_order_acquire); // acquire: as in ready()
+      if (cur == done) {
+        return false;
+      }
+      // relaxed: the word goes back to pending, publishing nothing; the task's fields were
+      // published to us by its CAS (acquired above) and its wake orders the rest.
+      if (cur == mine && m_word.compare_exchange_strong(cur, pending, std::memory_order_relaxed,
+                                                        std::memory_order_relaxed)) {
+        return true;
+      }
+      if (cur != mine) {
+        spin_pause(spins);
+      }
+    }
+  }
+#endif
 
   /// Under no lock: enqueue a waiting task unless the result is ready (then true).
   bool try_enqueue(waiter &w) noexcept {
@@ -172,6 +203,119 @@ struct future_awaitable : wait_awaitable<future_awaitable<T>> {
   }
 };
 
+#if defined(__linux__)
+/// `co_await f.await_for(d)` / `await_until(t)`: a task waits for the future's result until a
+/// deadline, without reading it. The word (future_state) decides who wakes the task — the
+/// completer's exchange or the deadline's side's withdraw, whichever takes `&waiter` out first —
+/// and the timeout node's claim decides who may touch the node last: the task, woken by the
+/// completer (or finding the result ready after arming), claims it and cancels the timer; if the
+/// reactor claimed it first, the task waits until the reactor's side is done with the node
+/// (m_deadline_done). No helping: running an unstarted task here would ignore the deadline.
+/// Protocol: docs/protocols.md §9.1, "Timed waits"; model docs/models/future_wait.pml.
+template <typename T>
+struct future_timed_awaitable : wait_awaitable<future_timed_awaitable<T>>,
+                                io::detail::timeout_node {
+  future_state<T> *m_state; // the future, in the awaiting frame, keeps it
+  timed_outcome m_outcome = timed_outcome::undecided;
+  deadline_state m_when;
+  std::atomic<bool> m_deadline_done{false}; // the reactor's last touch, when it did not wake us
+
+  future_timed_awaitable(core::frame_base &frame, future_state<T> &s, timed_deadline dl) noexcept
+      : m_state(&s), m_when(dl.m_when) {
+    this->m_frame = &frame;
+    m_deadline = dl.m_at;
+  }
+
+  /// Fast path (await_ready): the result is ready, or the deadline has already been reached.
+  bool try_now() noexcept {
+    if (m_state->ready()) {
+      m_outcome = timed_outcome::passed;
+      return true;
+    }
+    if (deadline_reached(m_deadline, m_when)) {
+      m_outcome = timed_outcome::expired;
+      return true;
+    }
+    return false;
+  }
+
+  /// Slow path (await_suspend, parked): arms the deadline, then queues in the word (false: the
+  /// point of no return), or finds the result ready (true: the task never left, once the timer is
+  /// ended) or cannot arm (true).
+  bool try_or_enqueue(waiter &w) noexcept {
+    m_expired = &on_deadline;
+    m_outcome = timed_outcome::queued; // before the point of no return: await_resume may run
+    if (!io::detail::arm_timer(*this)) {
+      m_outcome = timed_outcome::out_of_memory;
+      return true;
+    }
+    if (!m_state->try_enqueue(w)) {
+      return false;
+    }
+    m_outcome = timed_outcome::passed;
+    end_timer();
+    return true;
+  }
+
+  std::future_status resume_value() {
+    if (m_outcome == timed_outcome::out_of_memory) [[unlikely]] {
+      throw std::bad_alloc();
+    }
+    if (m_outcome != timed_outcome::queued) {
+      return m_outcome == timed_outcome::passed ? std::future_status::ready
+                                                : std::future_status::timeout;
+    }
+    if (m_result == io::detail::wait_node::timed_out) {
+      return std::future_status::timeout; // the deadline's side woke us: its last touch
+    }
+    end_timer(); // the completer woke us
+    return std::future_status::ready;
+  }
+
+  /// The task's side, not woken by the deadline: claims the node and cancels the timer (which
+  /// orders a reactor that popped it and lost), or, the reactor having claimed it, waits until
+  /// its side (on_deadline) is done with the node.
+  void end_timer() noexcept {
+    if (claim()) {
+      (void)io::detail::cancel_timer(*this);
+      return;
+    }
+    // acquire: pairs with on_deadline's release; its reads of the node and word come before.
+    for (unsigned spins = 0; !m_deadline_done.load(std::memory_order_acquire);) {
+      spin_pause(spins);
+    }
+  }
+
+  /// The reactor's side, on its thread, after it won the claim.
+  static void on_deadline(io::detail::timeout_node &n) noexcept {
+    auto &self = static_cast<future_timed_awaitable &>(n);
+    waiter &w = self;
+    if (self.m_state->withdraw(w)) {
+      self.m_result = io::detail::wait_node::timed_out;
+      w.wake(); // point of no return
+      return;
+    }
+    // The completer wakes the task (or the task never left): it waits for this store, our last
+    // touch. release: orders our reads of the node and the word before the frame may go.
+    self.m_deadline_done.store(true, std::memory_order_release);
+  }
+};
+
+/// What future::await_for / await_until return; co_await it in a magpie task.
+template <typename T>
+struct [[nodiscard("co_await it")]] future_timed_request {
+  /// Marks the request as awaitable inside a magpie task.
+  using magpie_awaitable = void;
+  future_state<T> *m_state;
+  timed_deadline m_deadline;
+  /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
+  future_timed_awaitable<T> magpie_bind(core::frame_base &self) && {
+    io::detail::wait_home(self, "magpie::future::await_for/await_until");
+    return future_timed_awaitable<T>(self, *m_state, m_deadline); // in place
+  }
+};
+#endif // __linux__
+
 } // namespace detail
 
 /// The result of a task started with spawn(): read it once, with `co_await` in a task or get()
@@ -219,6 +363,30 @@ public:
     return m_state->wait_until(&deadline) ? std::future_status::ready : std::future_status::timeout;
   }
 
+#if defined(__linux__)
+  /// Inside a task: `std::future_status const s = co_await f.await_until(t);` waits for the
+  /// task's result until `t`, suspending (the worker runs other work), and does not read it:
+  /// std::future_status::ready if it is ready, timeout if `t` came first (then wait again, or
+  /// leave the future to detach). A deadline already reached returns at once. Unlike
+  /// `co_await f`, it does not run an unstarted task on this worker (that would ignore `t`).
+  /// Any clock's time point is converted to io::clock; the task holds its pool while it waits.
+  /// Throws std::future_error if empty (when co_awaited), std::bad_alloc if the reactor's timer
+  /// heap cannot grow. Keep the future alive until the co_await returns. Linux (the reactor).
+  template <typename Clock, typename Duration>
+  detail::future_timed_request<T> await_until(std::chrono::time_point<Clock, Duration> t) const {
+    require();
+    return {m_state.get(), detail::deadline_until(t)};
+  }
+
+  /// `co_await f.await_for(d)`: await_until(now + d), reading the clock once; a zero or negative
+  /// `d` does not wait. For a plain thread's wait, see wait_for.
+  template <typename Rep, typename Period>
+  detail::future_timed_request<T> await_for(std::chrono::duration<Rep, Period> d) const {
+    require();
+    return {m_state.get(), detail::deadline_for(d)};
+  }
+#endif
+
   /// Blocks until the task has completed, then returns its value or rethrows its exception; the
   /// future becomes empty. Errors as for wait().
   T get() {
@@ -259,7 +427,8 @@ private:
     require();
     if (!m_state->ready() && m_state->m_pool->is_worker_thread()) {
       throw std::logic_error("magpie::future::get/wait on a worker of the task's own pool would "
-                             "block that worker: inside a task, co_await the future instead");
+                             "block that worker: inside a task, co_await the future (or its "
+                             "await_for / await_until) instead");
     }
   }
 
