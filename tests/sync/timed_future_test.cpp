@@ -233,21 +233,38 @@ TEST_P(future_timed_test, an_empty_future_throws_and_a_fork_join_scope_refuses) 
 INSTANTIATE_TEST_SUITE_P(every_scheduler, future_timed_test, ::testing::ValuesIn(all_schedulers()),
                          sched_name{});
 
+/// Reads, on one worker, the future of an unstarted low-priority child after spawning a
+/// high-priority marker: with `co_await f` first (Timed false) the reader runs the child at once,
+/// before the marker; with `await_for` first it suspends, and the worker starts what its queue
+/// holds, highest first: the marker, then the child. Returns whether the child saw the marker.
+template <bool Timed>
+task<int> child_saw_the_marker(magpie::pool *p) {
+  std::atomic<bool> marker_ran{false};
+  auto child = [](std::atomic<bool> *m) -> task<long> { co_return m->load() ? 1 : 0; };
+  auto marker = [](std::atomic<bool> *m) -> task<void> {
+    m->store(true);
+    co_return;
+  };
+  magpie::future<long> f = magpie::spawn(*p, magpie::priority::low, child, &marker_ran);
+  magpie::future<void> g = magpie::spawn(*p, magpie::priority::high, marker, &marker_ran);
+  if constexpr (Timed) {
+    future_status const s = co_await f.await_for(60s);
+    if (s != future_status::ready) {
+      co_return -1;
+    }
+  }
+  long const saw = co_await f;
+  co_await g;
+  co_return static_cast<int>(saw);
+}
+
 TEST(future_timed, an_unstarted_task_is_not_helped_but_runs_while_the_reader_waits) {
-  // One worker: the reader's co_await f would run the spawned task itself at once; await_for
-  // suspends instead, and the worker then runs the spawned task from its queue.
   watchdog dog(current_test_name());
   magpie::busy_pool pool(1);
-  auto body = [](magpie::pool *p) -> task<int> {
-    std::atomic<bool> reader_waiting{false};
-    auto child = [](std::atomic<bool> *w) -> task<long> { co_return w->load() ? 1 : 0; };
-    magpie::future<long> f = magpie::spawn(*p, child, &reader_waiting);
-    reader_waiting.store(true); // the child cannot run before this task suspends
-    future_status const s = co_await f.await_for(60s);
-    long const saw = co_await f;
-    co_return s == future_status::ready &&saw == 1 ? 1 : 0;
-  };
-  EXPECT_EQ(magpie::sync_wait(pool, body, &pool), 1);
+  EXPECT_EQ(magpie::sync_wait(pool, child_saw_the_marker<false>, &pool), 0)
+      << "control: co_await f runs the unstarted child at once";
+  EXPECT_EQ(magpie::sync_wait(pool, child_saw_the_marker<true>, &pool), 1)
+      << "await_for ran the child before the queued high-priority marker: it helped";
   EXPECT_EQ(pending_timers(), 0u);
 }
 
