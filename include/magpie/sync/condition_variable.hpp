@@ -444,10 +444,9 @@ private:
 
     std::cv_status await_resume() {
       if (m_outcome != detail::timed_outcome::queued) {
-        if (m_outcome == detail::timed_outcome::out_of_memory) [[unlikely]] {
-          throw std::bad_alloc();
-        }
-        return std::cv_status::timeout; // a deadline already reached: never waited
+        // A deadline already reached (a cv wait has no fast pass): never waited.
+        return detail::passed_unqueued(m_outcome) ? std::cv_status::no_timeout
+                                                  : std::cv_status::timeout;
       }
       // Either way the mutex is held again (the deadline's side moved us to it, too).
       return detail::ended_by_primitive(*this, *this) ? std::cv_status::no_timeout

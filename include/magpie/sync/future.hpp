@@ -122,15 +122,14 @@ struct future_state : spawned {
       if (cur == done) {
         return false;
       }
-      // relaxed: the word goes back to pending, publishing nothing; the task's fields were
-      // published to us by its CAS (acquired above) and its wake orders the rest.
-      if (cur == mine && m_word.compare_exchange_strong(cur, pending, std::memory_order_relaxed,
-                                                        std::memory_order_relaxed)) {
-        return true;
+      if (cur == mine) {
+        // Fails only if the completer exchanged `done` in meanwhile (the word leaves `&w` no
+        // other way). relaxed: the word goes back to pending, publishing nothing; the task's
+        // fields were published to us by its CAS (acquired above) and its wake orders the rest.
+        return m_word.compare_exchange_strong(cur, pending, std::memory_order_relaxed,
+                                              std::memory_order_relaxed);
       }
-      if (cur != mine) {
-        spin_pause(spins);
-      }
+      spin_pause(spins);
     }
   }
 #endif
@@ -258,12 +257,8 @@ struct future_timed_awaitable : wait_awaitable<future_timed_awaitable<T>>,
   }
 
   std::future_status resume_value() {
-    if (m_outcome == timed_outcome::out_of_memory) [[unlikely]] {
-      throw std::bad_alloc();
-    }
     if (m_outcome != timed_outcome::queued) {
-      return m_outcome == timed_outcome::passed ? std::future_status::ready
-                                                : std::future_status::timeout;
+      return passed_unqueued(m_outcome) ? std::future_status::ready : std::future_status::timeout;
     }
     if (m_result == io::detail::wait_node::timed_out) {
       return std::future_status::timeout; // the deadline's side woke us: its last touch
@@ -370,8 +365,9 @@ public:
   /// leave the future to detach). A deadline already reached returns at once. Unlike
   /// `co_await f`, it does not run an unstarted task on this worker (that would ignore `t`).
   /// Any clock's time point is converted to io::clock; the task holds its pool while it waits.
-  /// Throws std::future_error if empty (when co_awaited), std::bad_alloc if the reactor's timer
-  /// heap cannot grow. Keep the future alive until the co_await returns. Linux (the reactor).
+  /// Throws std::future_error if empty (at the call), std::bad_alloc (at the co_await) if the
+  /// reactor's timer heap cannot grow. Keep the future alive until the co_await returns. Linux
+  /// (the reactor).
   template <typename Clock, typename Duration>
   detail::future_timed_request<T> await_until(std::chrono::time_point<Clock, Duration> t) const {
     require();

@@ -173,6 +173,16 @@ inline void abandon_all_timed(lock_word &lock, timed_queue &q) noexcept {
   wait_out_expiring(lock, q);
 }
 
+/// For the await_resume of a task's timed wait that did not queue (its fast path, or its enqueue,
+/// decided it): true if it passed, false if its deadline had been reached; throws std::bad_alloc
+/// if the deadline could not be armed.
+inline bool passed_unqueued(timed_outcome o) {
+  if (o == timed_outcome::out_of_memory) [[unlikely]] {
+    throw std::bad_alloc();
+  }
+  return o == timed_outcome::passed;
+}
+
 /// For the await_resume of a task's timed wait that was queued: false if its deadline ended it
 /// (the reactor woke it, done with the node); else the primitive's side claimed it (a release, a
 /// notify, or its destructor): waits until the reactor is done with the node (it may have popped
@@ -259,10 +269,7 @@ struct timed_wait_awaitable : wait_awaitable<timed_wait_awaitable<P>>, io::detai
 
   bool await_resume() {
     if (m_outcome != timed_outcome::queued) {
-      if (m_outcome == timed_outcome::out_of_memory) [[unlikely]] {
-        throw std::bad_alloc();
-      }
-      return m_outcome == timed_outcome::passed;
+      return passed_unqueued(m_outcome);
     }
     return ended_by_primitive(*this, *this);
   }
