@@ -1,9 +1,10 @@
-// Waiting with a deadline (Linux): a task gives up on a future's result, or on a lock, when its
-// time is up — suspended meanwhile, its worker free — and then tries again or does something
-// else.
+// Waiting with a deadline (Linux): a task gives up on a future's result, on a lock, or on a
+// channel, when its time is up — suspended meanwhile, its worker free — and then tries again or
+// does something else.
 #include <chrono>
 #include <cstdio>
 #include <future>
+#include <thread>
 
 #include "magpie/magpie.hpp"
 
@@ -43,6 +44,39 @@ magpie::task<bool> lock_briefly(magpie::mutex *m) {
 }
 // [lock]
 
+// [channel]
+// A worker that waits at most 20 ms at a time for a job; when none comes it is free to do
+// something else (here it tells the producer once that it is idle), then waits again, until the
+// channel is closed and drained.
+magpie::task<int> worker(magpie::channel<int> *jobs, magpie::event *idle) {
+  int done = 0;
+  for (bool told = false;;) {
+    magpie::receive_result<int> r = co_await jobs->receive_for(20ms);
+    if (r.status == magpie::receive_status::closed) {
+      co_return done;
+    }
+    if (r.status == magpie::receive_status::empty) { // 20 ms without a job
+      if (!told) {
+        std::printf("no job within 20 ms\n");
+        idle->set();
+        told = true;
+      }
+      continue;
+    }
+    std::printf("job %d\n", *r.value);
+    ++done;
+  }
+}
+
+// A send with a deadline: on `full` the value is still ours.
+magpie::task<int> offer(magpie::channel<int> *slot, int job) {
+  magpie::send_status const s = co_await slot->send_for(std::move(job), 5ms);
+  std::printf("%s, job %d %s\n", s == magpie::send_status::full ? "full for 5 ms" : "sent", job,
+              s == magpie::send_status::full ? "kept" : "moved");
+  co_return s == magpie::send_status::full ? job : -1;
+}
+// [channel]
+
 int main() {
   magpie::lazy_pool pool(2);
   magpie::event go;
@@ -56,5 +90,22 @@ int main() {
   bool const second = magpie::sync_wait(pool, lock_briefly, &m);
   std::printf("locked while held elsewhere: %s, once free: %s\n", first ? "yes" : "no",
               second ? "yes" : "no");
-  return answer == 42 && held && !first && second ? 0 : 1;
+
+  magpie::channel<int> jobs(4);
+  magpie::event idle;
+  std::thread producer([&] {
+    idle.wait_blocking(); // once the worker has found no job for a while
+    for (int j = 1; j <= 3; ++j) {
+      (void)jobs.send_blocking(j);
+    }
+    jobs.close();
+  });
+  int const done = magpie::sync_wait(pool, worker, &jobs, &idle);
+  producer.join();
+  std::printf("closed after %d jobs\n", done);
+
+  magpie::channel<int> slot(1);
+  (void)slot.try_send(1); // full
+  int const kept = magpie::sync_wait(pool, offer, &slot, 2);
+  return answer == 42 && held && !first && second && done == 3 && kept == 2 ? 0 : 1;
 }

@@ -3,6 +3,9 @@
 //   channel     ns per element through a magpie::channel<long>: 2 producer and 2 consumer tasks
 //               on a 2-worker pool (both workers send and receive), sum of what was received
 //               checked against the sum sent.
+//   channel_timed  the same with every send a `send_for(std::move(v), 10s)` and every receive a
+//               `receive_for(10s)` (Linux): a send or receive that waits arms a deadline, and the
+//               pump that serves it claims it; a timeout fails the check.
 //   event_rt    a suspend→resume round trip through auto-reset events on ONE worker: two tasks
 //               ping-pong (each waits on its event, then sets the other's); one round trip = one
 //               task suspended on wait() and resumed by the other's set(). Rounds counted and
@@ -27,8 +30,8 @@
 //
 // Prints one line per benchmark: name, median ns, min, max over --reps runs (default 7), and
 // "check OK" (exit status 1 if any check fails). Usage: sync_bench [--reps N] [--quick]
-// [--only channel|event|event_timed|cv|magpie_cv|magpie_cv_timed|future|future_timed] (one kind
-// only, e.g. under perf)
+// [--only channel|channel_timed|event|event_timed|cv|magpie_cv|magpie_cv_timed|future|
+// future_timed] (one kind only, e.g. under perf)
 
 #include <algorithm>
 #include <atomic>
@@ -63,17 +66,46 @@ struct series {
 // ---------------------------------------------------------------------------------------------
 // channel throughput
 
+/// Sends [from, from + count): plainly, or (Timed) with a deadline that must not pass.
+template <bool Timed>
 magpie::task<long> producer(magpie::channel<long> *ch, long from, long count) {
   for (long v = from; v < from + count; ++v) {
-    if (!co_await ch->send(v)) {
+#if defined(__linux__)
+    if constexpr (Timed) {
+      long value = v;
+      magpie::send_status const s =
+          co_await ch->send_for(std::move(value), std::chrono::seconds(10));
+      if (s != magpie::send_status::sent) {
+        co_return -1; // timed out, or closed early
+      }
+      continue;
+    }
+#endif
+    bool const sent = co_await ch->send(v);
+    if (!sent) {
       co_return -1;
     }
   }
   co_return 0;
 }
 
+template <bool Timed>
 magpie::task<long> consumer(magpie::channel<long> *ch, magpie::latch *consumers_left) {
   long sum = 0;
+#if defined(__linux__)
+  if constexpr (Timed) {
+    for (;;) {
+      magpie::receive_result<long> r = co_await ch->receive_for(std::chrono::seconds(10));
+      if (r.status != magpie::receive_status::received) {
+        sum += r.status == magpie::receive_status::closed ? 0 : -1'000'000'000'000L; // timed out
+        break;
+      }
+      sum += *r.value;
+    }
+    consumers_left->count_down();
+    co_return sum;
+  }
+#endif
   while (std::optional<long> v = co_await ch->receive()) {
     sum += *v;
   }
@@ -87,22 +119,25 @@ magpie::task<long> closer(magpie::channel<long> *ch, magpie::latch *producers_do
   co_return 0;
 }
 
+template <bool Timed>
 magpie::task<long> finish_producer(magpie::channel<long> *ch, long from, long count,
                                    magpie::latch *producers_done) {
   long r = 0;
-  co_await magpie::call(&r, producer, ch, from, count);
+  co_await magpie::call(&r, producer<Timed>, ch, from, count);
   producers_done->count_down();
   co_return r;
 }
 
+template <bool Timed>
 magpie::task<long> channel_run(magpie::channel<long> *ch, long per_producer) {
   magpie::latch producers_done(2);
   magpie::latch consumers_left(2);
   long r[5] = {};
-  co_await magpie::fork(&r[0], consumer, ch, &consumers_left);
-  co_await magpie::fork(&r[1], consumer, ch, &consumers_left);
-  co_await magpie::fork(&r[2], finish_producer, ch, 0L, per_producer, &producers_done);
-  co_await magpie::fork(&r[3], finish_producer, ch, per_producer, per_producer, &producers_done);
+  co_await magpie::fork(&r[0], consumer<Timed>, ch, &consumers_left);
+  co_await magpie::fork(&r[1], consumer<Timed>, ch, &consumers_left);
+  co_await magpie::fork(&r[2], finish_producer<Timed>, ch, 0L, per_producer, &producers_done);
+  co_await magpie::fork(&r[3], finish_producer<Timed>, ch, per_producer, per_producer,
+                        &producers_done);
   co_await magpie::call(&r[4], closer, ch, &producers_done);
   co_await magpie::join();
   if (std::getenv("SYNC_BENCH_DEBUG") != nullptr) {
@@ -111,14 +146,15 @@ magpie::task<long> channel_run(magpie::channel<long> *ch, long per_producer) {
   co_return r[0] + r[1] + r[2] + r[3] + r[4];
 }
 
-void bench_channel(int reps, long per_producer, std::size_t capacity) {
+void bench_channel(int reps, long per_producer, std::size_t capacity, bool timed) {
   magpie::busy_pool pool(2);
   series s;
   long const n = 2 * per_producer;
   for (int rep = 0; rep <= reps; ++rep) { // rep 0: warm-up
     magpie::channel<long> ch(capacity);
     auto t0 = clock_type::now();
-    long sum = magpie::sync_wait(pool, channel_run, &ch, per_producer);
+    long const sum = timed ? magpie::sync_wait(pool, channel_run<true>, &ch, per_producer)
+                           : magpie::sync_wait(pool, channel_run<false>, &ch, per_producer);
     auto t1 = clock_type::now();
     if (sum != n * (n - 1) / 2) {
       std::printf("channel: wrong sum %ld (expected %ld)\n", sum, n * (n - 1) / 2);
@@ -130,7 +166,7 @@ void bench_channel(int reps, long per_producer, std::size_t capacity) {
     }
   }
   char name[32];
-  std::snprintf(name, sizeof name, "channel%zu", capacity);
+  std::snprintf(name, sizeof name, "%s%zu", timed ? "channel_timed" : "channel", capacity);
   s.report(name, "ns/element (2 producers + 2 consumers, 2 workers)");
 }
 
@@ -359,9 +395,15 @@ int main(int argc, char **argv) {
     return only == nullptr || std::strcmp(only, name) == 0;
   };
   if (wanted("channel")) {
-    bench_channel(reps, 1'000'000 / scale, 1024);
-    bench_channel(reps, 1'000'000 / scale, 64);
+    bench_channel(reps, 1'000'000 / scale, 1024, false);
+    bench_channel(reps, 1'000'000 / scale, 64, false);
   }
+#if defined(__linux__)
+  if (wanted("channel_timed")) {
+    bench_channel(reps, 1'000'000 / scale, 1024, true);
+    bench_channel(reps, 1'000'000 / scale, 64, true);
+  }
+#endif
   if (wanted("event")) {
     bench_event(reps, 1'000'000 / scale, false);
   }

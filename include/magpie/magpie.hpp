@@ -70,6 +70,8 @@ using sync::event;
 using sync::future;
 using sync::latch;
 using sync::mutex;
+using sync::receive_result;
+using sync::receive_status;
 using sync::resume_handle;
 using sync::semaphore;
 using sync::send_status;

@@ -167,6 +167,14 @@ check channel.counted               channel.pml pass safety -DCOUNTED
 check channel.BUG_NO_RECHECK        channel.pml fail safety -DBUG_NO_RECHECK
 check channel.BUG_NO_PUMP           channel.pml fail safety -DCOUNTED -DBUG_NO_PUMP
 check channel.BUG_SEPARATE_CLOSED   channel.pml fail safety -DBUG_SEPARATE_CLOSED
+#     its timed receives: give first, then settle by the deadline node's claim
+check channel_timed                      channel_timed.pml pass safety
+check channel_timed.BUG_CLAIM_FIRST      channel_timed.pml fail safety -DBUG_CLAIM_FIRST
+check channel_timed.BUG_IGNORE_CLAIM     channel_timed.pml fail safety -DBUG_IGNORE_CLAIM
+check channel_timed.BUG_EXPIRED_EMPTY    channel_timed.pml fail safety -DBUG_EXPIRED_EMPTY
+check channel_timed.BUG_NO_CANCEL        channel_timed.pml fail safety -DBUG_NO_CANCEL
+check channel_timed.dtor                 channel_timed.pml pass safety -DDTOR
+check channel_timed.dtor.BUG_DTOR_NO_WAIT channel_timed.pml fail safety -DDTOR -DBUG_DTOR_NO_WAIT
 
 echo "${passed} passed, ${failures} failed"
 [ "$failures" = 0 ]

@@ -24,19 +24,19 @@
 #include "magpie/core/detail/pause.hpp"
 #include "magpie/core/ext.hpp"
 #include "magpie/core/frame.hpp"
+#include "magpie/sync/channel_status.hpp"
 #include "magpie/sync/detail/blocking.hpp"
+#include "magpie/sync/detail/channel_waiters.hpp"
 #include "magpie/sync/detail/lock_word.hpp"
 #include "magpie/sync/detail/waiter.hpp"
 #include "magpie/sync/suspend.hpp"
+#if defined(__linux__)
+#  include <chrono>
+
+#  include "magpie/sync/detail/channel_timed.hpp"
+#endif
 
 namespace magpie::sync {
-
-/// The outcome of channel::try_send.
-enum class send_status : unsigned char {
-  sent,   ///< the value is in the channel (or with a receiver); it was moved from
-  full,   ///< the channel is full (no receiver waits); the value was not touched
-  closed, ///< the channel is closed; the value was not touched
-};
 
 /// A bounded FIFO channel of `T` for any number of producers and consumers, tasks or threads.
 ///
@@ -98,6 +98,7 @@ public:
   /// buffered values.
   ~channel() {
     detail::abandon_all(m_lock, m_receivers, m_senders);
+    detail::wait_out_expiring(m_lock, m_receivers, m_senders); // timed waiters' deadline sides
     if (m_ring != nullptr) {
       // Nobody uses the channel any more: every claimed position is published.
       std::uint64_t const tail = m_tail.load(std::memory_order_acquire) >> 1; // acquire: as pop
@@ -164,9 +165,7 @@ public:
     if (m_ring != nullptr) {
       pump_locked(done); // receivers get what is buffered, then std::nullopt
     } else {
-      while (detail::waiter *r = m_receivers.pop()) {
-        done.push(r);
-      } // their slots stay empty: std::nullopt
+      push_if(done, m_receivers.take_all()); // their slots stay empty: std::nullopt
       m_waiting_receivers.store(0, std::memory_order_relaxed);
     }
     m_lock.unlock();
@@ -222,15 +221,9 @@ public:
     /// Fast path, from await_ready: succeeds without suspending when it can
     /// (sync/detail/waiter.hpp).
     bool try_now() noexcept {
-      if (m_channel->m_ring != nullptr) {
-        send_status status = m_channel->send_fast(*m_value);
-        if (status == send_status::full && may_spin(*this->m_frame)) {
-          status = m_channel->send_spinning(*m_value);
-        }
-        m_sent = status == send_status::sent;
-        return status != send_status::full;
-      }
-      return decide(m_channel->send_locked(*m_value));
+      send_status const status = m_channel->send_now(*m_value, this->m_frame);
+      m_sent = status == send_status::sent;
+      return status != send_status::full;
     }
     /// Slow path, under the lock: succeeds now (true), or queues `w` to be resumed later (false).
     bool try_or_enqueue(detail::waiter &w) noexcept {
@@ -298,13 +291,7 @@ public:
 
     /// Fast path, from await_ready: succeeds without suspending when it can
     /// (sync/detail/waiter.hpp).
-    bool try_now() noexcept {
-      if (m_channel->m_ring != nullptr) {
-        return m_channel->receive_fast(m_result) ||
-               (may_spin(*this->m_frame) && m_channel->receive_spinning(m_result));
-      }
-      return decide(m_channel->receive_locked(m_result));
-    }
+    bool try_now() noexcept { return m_channel->receive_now(m_result, this->m_frame); }
     /// Slow path, under the lock: succeeds now (true), or queues `w` to be resumed later (false).
     bool try_or_enqueue(detail::waiter &w) noexcept {
       if (m_channel->m_ring != nullptr) {
@@ -387,7 +374,133 @@ public:
     return out;
   }
 
+#if defined(__linux__)
+  /// `co_await ch.send_for(std::move(v), d)`: as send(), giving up after `d`. Returns `sent`
+  /// (`v` was moved from), `full` (the channel stayed full until the deadline; `v` was not
+  /// touched: send it again, or keep it) or `closed` (`v` not touched). A zero or negative `d`
+  /// does not wait: as try_send, except that it queues behind senders already waiting. A value
+  /// handed over as the deadline passes counts as sent. The request refers to `v`: co_await it in
+  /// the expression that makes it. While it waits the task holds its pool (the pool's destructor
+  /// waits for the deadline). Throws magpie::abandoned_wait if the channel is destroyed first,
+  /// std::logic_error inside an unjoined fork–join scope, std::bad_alloc if the reactor's timer
+  /// heap cannot grow (none of them sends). With GCC 12.2 bind the result to a variable
+  /// (docs/guarantees.md, L3b).
+  template <typename Rep, typename Period>
+  detail::timed_send_request<T> send_for(T &&value, std::chrono::duration<Rep, Period> d) {
+    return {this, &value, std::nullopt, detail::deadline_for(d)};
+  }
+  /// As send_for(T&&, d), sending a copy of `value` (made at the call).
+  template <typename Rep, typename Period>
+  detail::timed_send_request<T> send_for(T const &value, std::chrono::duration<Rep, Period> d)
+    requires std::is_copy_constructible_v<T>
+  {
+    return {this, nullptr, std::optional<T>(value), detail::deadline_for(d)};
+  }
+  /// `co_await ch.send_until(std::move(v), t)`: as send_for, giving up at `t` (any clock's time
+  /// point, converted to io::clock).
+  template <typename Clock, typename Duration>
+  detail::timed_send_request<T> send_until(T &&value, std::chrono::time_point<Clock, Duration> t) {
+    return {this, &value, std::nullopt, detail::deadline_until(t)};
+  }
+  /// As send_until(T&&, t), sending a copy of `value` (made at the call).
+  template <typename Clock, typename Duration>
+  detail::timed_send_request<T> send_until(T const &value,
+                                           std::chrono::time_point<Clock, Duration> t)
+    requires std::is_copy_constructible_v<T>
+  {
+    return {this, nullptr, std::optional<T>(value), detail::deadline_until(t)};
+  }
+
+  /// `auto [v, status] = co_await ch.receive_for(d)`: as receive(), giving up after `d`. Returns
+  /// a receive_result: `received` with the value, `empty` (the channel stayed empty until the
+  /// deadline) or `closed` (closed and drained). A zero or negative `d` does not wait. A value
+  /// handed over as the deadline passes is received, never lost. Throws as send_for.
+  template <typename Rep, typename Period>
+  detail::timed_receive_request<T> receive_for(std::chrono::duration<Rep, Period> d) {
+    return {this, detail::deadline_for(d)};
+  }
+  /// As receive_for, giving up at `t` (any clock's time point, converted to io::clock).
+  template <typename Clock, typename Duration>
+  detail::timed_receive_request<T> receive_until(std::chrono::time_point<Clock, Duration> t) {
+    return {this, detail::deadline_until(t)};
+  }
+
+  /// For plain threads: send_blocking, giving up after `d`; returns as send_for (`value` is moved
+  /// from only if sent). The thread keeps its own time (no reactor). Throws
+  /// magpie::abandoned_wait if the channel is destroyed first.
+  template <typename Rep, typename Period>
+  send_status send_blocking_for(T &&value, std::chrono::duration<Rep, Period> d) {
+    return detail::send_blocking_until(*this, value, detail::deadline_for(d));
+  }
+  /// As send_blocking_for(T&&, d), sending a copy of `value`.
+  template <typename Rep, typename Period>
+  send_status send_blocking_for(T const &value, std::chrono::duration<Rep, Period> d)
+    requires std::is_copy_constructible_v<T>
+  {
+    T copy(value);
+    return detail::send_blocking_until(*this, copy, detail::deadline_for(d));
+  }
+  /// For plain threads: send_blocking, giving up at `t`; as send_blocking_for.
+  template <typename Clock, typename Duration>
+  send_status send_blocking_until(T &&value, std::chrono::time_point<Clock, Duration> t) {
+    return detail::send_blocking_until(*this, value, detail::deadline_until(t));
+  }
+  /// As send_blocking_until(T&&, t), sending a copy of `value`.
+  template <typename Clock, typename Duration>
+  send_status send_blocking_until(T const &value, std::chrono::time_point<Clock, Duration> t)
+    requires std::is_copy_constructible_v<T>
+  {
+    T copy(value);
+    return detail::send_blocking_until(*this, copy, detail::deadline_until(t));
+  }
+  /// For plain threads: receive_blocking, giving up after `d`; returns as receive_for.
+  template <typename Rep, typename Period>
+  receive_result<T> receive_blocking_for(std::chrono::duration<Rep, Period> d) {
+    return detail::receive_blocking_until(*this, detail::deadline_for(d));
+  }
+  /// For plain threads: receive_blocking, giving up at `t`; returns as receive_for.
+  template <typename Clock, typename Duration>
+  receive_result<T> receive_blocking_until(std::chrono::time_point<Clock, Duration> t) {
+    return detail::receive_blocking_until(*this, detail::deadline_until(t));
+  }
+#endif // __linux__
+
 private:
+  friend struct detail::channel_access;
+
+  /// How a slow path queues its waiter: untimed (no plan), or with its deadline part and, for a
+  /// task, the timer to arm (channel_waiters.hpp).
+  struct queue_plan {
+    detail::channel_deadline *deadline;
+    io::detail::timeout_node *arm; ///< null for a plain thread (it keeps its own time)
+    bool out_of_memory = false;    ///< set if the timer could not be armed: nothing was queued
+  };
+
+  /// Queues `w` with value slot `data` on `q`, as `plan` says (null: untimed). False, queuing
+  /// nothing, if its deadline could not be armed.
+  static bool enqueue(detail::channel_queue &q, detail::waiter &w, void *data,
+                      queue_plan *plan) noexcept {
+    if (plan == nullptr) {
+      w.m_slot = data;
+      q.push(&w);
+      return true;
+    }
+    if (q.push_timed(w, *plan->deadline, data, plan->arm)) {
+      return true;
+    }
+    plan->out_of_memory = true;
+    return false;
+  }
+
+  /// Adds to `done` a waiter (or list, linked by m_next_waiter) that a queue gave up to be
+  /// released; null (its deadline claimed it) adds nothing.
+  static void push_if(detail::waiter_queue &done, detail::waiter *w) noexcept {
+    while (w != nullptr) {
+      detail::waiter *const next = w->m_next_waiter; // push() overwrites it
+      done.push(w);
+      w = next;
+    }
+  }
   /// One cell of the ring. `seq` says whose turn it is at the cell: 2p (free for the send that
   /// claims position p), 2p + 1 (holds the value sent at position p), 2(p + capacity) (free
   /// again, for position p + capacity, once the receive at p has moved the value out). The
@@ -587,26 +700,25 @@ private:
       progress = false;
       while (detail::waiter *r = m_receivers.front()) {
         bool closed = false;
-        if (!pop(*static_cast<std::optional<T> *>(r->m_slot), closed)) {
+        if (!pop(*static_cast<std::optional<T> *>(detail::data_of(*r)), closed)) {
           if (closed) { // closed and drained: nothing more will come
-            while (detail::waiter *rest = m_receivers.pop()) {
-              done.push(rest);
-            }
+            push_if(done, m_receivers.take_all());
             m_waiting_receivers.store(0, std::memory_order_relaxed); // under the lock
           }
           break;
         }
-        done.push(m_receivers.pop());
+        push_if(done, m_receivers.pop()); // given first, then settled (channel_waiters.hpp)
         m_waiting_receivers.fetch_sub(1, std::memory_order_relaxed); // under the lock
         progress = true;
       }
       while (detail::waiter *w = m_senders.front()) {
         // Not `closed`: close() empties this queue under the lock, and nobody joins it after.
-        if (push(*static_cast<T *>(w->m_slot)) != send_status::sent) {
+        void *&value = detail::data_of(*w);
+        if (push(*static_cast<T *>(value)) != send_status::sent) {
           break;
         }
-        w->m_slot = nullptr; // sent
-        done.push(m_senders.pop());
+        value = nullptr; // sent
+        push_if(done, m_senders.pop());
         m_waiting_senders.fetch_sub(1, std::memory_order_relaxed); // under the lock
         progress = true;
       }
@@ -639,9 +751,10 @@ private:
     return closed;
   }
 
-  /// The slow path of a send: sends now, or queues `w` (m_slot = &v) and returns `full`; after
-  /// that return `w` may be released at any moment.
-  send_status send_or_enqueue(T &v, detail::waiter &w) noexcept {
+  /// The slow path of a send: sends now, or queues `w` (value slot &v, as `plan` says) and
+  /// returns `full`; after that return `w` may be released at any moment. `full` with
+  /// plan->out_of_memory set: not queued (its deadline could not be armed).
+  send_status send_or_enqueue(T &v, detail::waiter &w, queue_plan *plan = nullptr) noexcept {
     detail::waiter_queue done; // served: released after the unlock
     m_lock.lock();
     send_status status = send_status::full;
@@ -658,9 +771,8 @@ private:
         if (m_waiting_receivers.load(std::memory_order_seq_cst) != 0) { // after_push's duty
           pump_locked(done);
         }
-      } else {
-        w.m_slot = &v;
-        m_senders.push(&w);
+      } else if (!enqueue(m_senders, w, &v, plan)) {
+        m_waiting_senders.fetch_sub(1, std::memory_order_relaxed); // not queued after all
       }
     }
     m_lock.unlock();
@@ -669,8 +781,10 @@ private:
   }
 
   /// The slow path of a receive: true if done (`out` filled, or closed and drained), else queues
-  /// `w` (m_slot = &out) and returns false; after that return `w` may be released at any moment.
-  bool receive_or_enqueue(std::optional<T> &out, detail::waiter &w) noexcept {
+  /// `w` (value slot &out, as `plan` says) and returns false; after that return `w` may be
+  /// released at any moment. False with plan->out_of_memory set: not queued.
+  bool receive_or_enqueue(std::optional<T> &out, detail::waiter &w,
+                          queue_plan *plan = nullptr) noexcept {
     detail::waiter_queue done; // served: released after the unlock
     m_lock.lock();
     bool finished = true;
@@ -681,9 +795,10 @@ private:
     if (!m_receivers.empty()) {
       // Behind earlier waiters (FIFO); they exist only while the channel is not closed and
       // drained (the pump releases them all then), so a value or close will reach us too.
-      w.m_slot = &out;
-      m_receivers.push(&w);
       finished = false;
+      if (!enqueue(m_receivers, w, &out, plan)) {
+        m_waiting_receivers.fetch_sub(1, std::memory_order_relaxed); // not queued after all
+      }
     } else if (pop(out, closed)) {
       m_waiting_receivers.fetch_sub(1, std::memory_order_relaxed);
       if (m_waiting_senders.load(std::memory_order_seq_cst) != 0) { // after_pop's duty
@@ -692,53 +807,151 @@ private:
     } else if (closed) {
       m_waiting_receivers.fetch_sub(1, std::memory_order_relaxed);
     } else {
-      w.m_slot = &out;
-      m_receivers.push(&w);
       finished = false;
+      if (!enqueue(m_receivers, w, &out, plan)) {
+        m_waiting_receivers.fetch_sub(1, std::memory_order_relaxed); // not queued after all
+      }
     }
     m_lock.unlock();
     detail::release_all(done.take_all());
     return finished;
   }
 
+  // ----- waits that may end at a deadline (channel_timed.hpp, channel_waiters.hpp) -----
+
+  /// The fast path of a send that may wait: sent, closed, or full. A task (`self`) spins first
+  /// only where another worker could free room (may_spin); a plain thread (null) always does.
+  send_status send_now(T &v, core::frame_base *self) noexcept {
+    if (m_ring != nullptr) {
+      send_status const status = send_fast(v);
+      if (status == send_status::full && (self == nullptr || may_spin(*self))) {
+        return send_spinning(v);
+      }
+      return status;
+    }
+    auto [status, wake] = send_locked(v);
+    release_if(wake);
+    return status;
+  }
+
+  /// The fast path of a receive that may wait, as send_now: true if done (`out` filled, or
+  /// closed and drained).
+  bool receive_now(std::optional<T> &out, core::frame_base *self) noexcept {
+    if (m_ring != nullptr) {
+      return receive_fast(out) || ((self == nullptr || may_spin(*self)) && receive_spinning(out));
+    }
+    auto [done, wake] = receive_locked(out);
+    release_if(wake);
+    return done;
+  }
+
+  /// The slow path of a timed send (channel_access::send_or_enqueue_timed). Once `w` is queued
+  /// it may be released at any moment: the result is returned, not stored in the waiter.
+  std::pair<send_status, bool> send_or_enqueue_timed(T &v, detail::waiter &w,
+                                                     detail::channel_deadline &d,
+                                                     io::detail::timeout_node *arm) noexcept {
+    queue_plan plan{&d, arm};
+    send_status status = send_status::full;
+    if (m_ring != nullptr) {
+      status = send_or_enqueue(v, w, &plan);
+    } else {
+      auto [locked_status, wake] = send_locked(v, &w, &plan);
+      release_if(wake);
+      status = locked_status;
+    }
+    return {status, plan.out_of_memory};
+  }
+
+  /// The slow path of a timed receive (channel_access::receive_or_enqueue_timed).
+  std::pair<bool, bool> receive_or_enqueue_timed(std::optional<T> &out, detail::waiter &w,
+                                                 detail::channel_deadline &d,
+                                                 io::detail::timeout_node *arm) noexcept {
+    queue_plan plan{&d, arm};
+    bool done = false;
+    if (m_ring != nullptr) {
+      done = receive_or_enqueue(out, w, &plan);
+    } else {
+      auto [locked_done, wake] = receive_locked(out, &w, &plan);
+      release_if(wake);
+      done = locked_done;
+    }
+    return {done, plan.out_of_memory};
+  }
+
+  /// A timed send's deadline side, having won the claim: takes `w` out of the senders (still
+  /// waiting, or expiring with what it was given) and says what the send came to.
+  send_status expired_send(detail::waiter &w) noexcept {
+    m_lock.lock();
+    if (m_senders.remove_expired(w) && m_ring != nullptr) {
+      m_waiting_senders.fetch_sub(1, std::memory_order_relaxed); // under the lock
+    }
+    send_status const status =
+        detail::data_of(w) == nullptr ? send_status::sent
+        : (m_tail.load(std::memory_order_relaxed) & closed_bit) != 0 // set under this lock
+            ? send_status::closed
+            : send_status::full;
+    m_lock.unlock(); // the last touch of *this: the destructor may go on (wait_out_expiring)
+    return status;
+  }
+
+  /// A timed receive's deadline side, as expired_send (`out`: the waiter's value slot).
+  receive_status expired_receive(detail::waiter &w, std::optional<T> const &out) noexcept {
+    m_lock.lock();
+    if (m_receivers.remove_expired(w) && m_ring != nullptr) {
+      m_waiting_receivers.fetch_sub(1, std::memory_order_relaxed); // under the lock
+    }
+    // Closed without a value: the close served us when nothing was left to give (close drains
+    // the waiting receivers under this lock), so the channel is closed and drained.
+    receive_status const status = out.has_value() ? receive_status::received
+                                  : (m_tail.load(std::memory_order_relaxed) & closed_bit) != 0
+                                      ? receive_status::closed
+                                      : receive_status::empty;
+    m_lock.unlock(); // the last touch of *this, as expired_send
+    return status;
+  }
+
   // ----- rendezvous (capacity 0): everything under the lock -----
 
   // A send of `v` under the lock: into a waiting receiver's slot, or, if `w` is given, `w` is
-  // queued with m_slot = &v (result `full`). Returns the status and a waiter to release after
-  // the unlock.
-  std::pair<send_status, detail::waiter *> send_locked(T &v, detail::waiter *w = nullptr) noexcept {
+  // queued with value slot &v as `plan` says (result `full`; not queued if plan->out_of_memory).
+  // Returns the status and a waiter to release after the unlock.
+  std::pair<send_status, detail::waiter *> send_locked(T &v, detail::waiter *w = nullptr,
+                                                       queue_plan *plan = nullptr) noexcept {
     m_lock.lock();
     if ((m_tail.load(std::memory_order_relaxed) & closed_bit) != 0) { // set under this lock
       m_lock.unlock();
       return {send_status::closed, nullptr};
     }
-    if (detail::waiter *r = m_receivers.pop()) {
-      static_cast<std::optional<T> *>(r->m_slot)->emplace(std::move(v));
+    if (detail::waiter *r = m_receivers.front()) {
+      static_cast<std::optional<T> *>(detail::data_of(*r))->emplace(std::move(v));
+      r = m_receivers.pop(); // given first, then settled: null if its deadline claimed it
       m_lock.unlock();
       return {send_status::sent, r};
     }
     if (w != nullptr) {
-      w->m_slot = &v;
-      m_senders.push(w);
+      (void)enqueue(m_senders, *w, &v, plan);
     }
     m_lock.unlock();
     return {send_status::full, nullptr};
   }
 
   // A receive into `out` under the lock: a waiting sender's value, or nothing. If nothing and
-  // not closed, queues `w` (if given) with m_slot = &out. Returns whether the receive is complete
+  // not closed, queues `w` (if given) with value slot &out as `plan` says. Returns whether the
+  // receive is complete
   // (`out` empty: closed) and a waiter to release.
   std::pair<bool, detail::waiter *> receive_locked(std::optional<T> &out,
-                                                   detail::waiter *w = nullptr) noexcept {
+                                                   detail::waiter *w = nullptr,
+                                                   queue_plan *plan = nullptr) noexcept {
     m_lock.lock();
-    detail::waiter *s = m_senders.pop();
+    detail::waiter *s = m_senders.front();
     if (s != nullptr) {
-      out.emplace(std::move(*static_cast<T *>(s->m_slot)));
-      s->m_slot = nullptr; // sent
+      void *&value = detail::data_of(*s);
+      out.emplace(std::move(*static_cast<T *>(value)));
+      value = nullptr;     // sent
+      s = m_senders.pop(); // given first, then settled: null if its deadline claimed it
     } else if ((m_tail.load(std::memory_order_relaxed) & closed_bit) == 0) {
       if (w != nullptr) {
-        w->m_slot = &out;
-        m_receivers.push(w);
+        (void)enqueue(m_receivers, *w, &out, plan);
       }
       m_lock.unlock();
       return {false, nullptr};
@@ -763,8 +976,8 @@ private:
   std::atomic<std::uint32_t> m_receive_spin{spin_ceiling}; ///< see m_send_spin
   detail::lock_word m_lock;
   // Guarded by the lock:
-  detail::waiter_queue m_senders;   ///< waiting senders (m_slot: their T, null once sent)
-  detail::waiter_queue m_receivers; ///< waiting receivers (m_slot: their std::optional<T>)
+  detail::channel_queue m_senders;   ///< waiting senders (data_of: their T, null once sent)
+  detail::channel_queue m_receivers; ///< waiting receivers (data_of: their std::optional<T>)
 };
 
 } // namespace magpie::sync

@@ -321,19 +321,26 @@ struct timed_blocking_waiter : blocking_waiter, io::detail::timeout_node {
 /// Blocks the thread until `w`, queued in a primitive, is released (true: the primitive's side
 /// claimed it; its error, if any, is left for rethrow_if_failed) or its deadline passes and the
 /// thread claims it (false: the primitive's side will not touch it; the caller takes it out).
-inline bool block_until(timed_blocking_waiter &w, io::detail::nanos deadline_nanos) {
+/// `node` is the waiter's claim node (the primitive finds it through the waiter's m_slot).
+inline bool block_until(blocking_waiter &w, io::detail::timeout_node &node,
+                        io::detail::nanos deadline_nanos) {
   // io::clock is the steady clock; the deadline is its time since the epoch in nanoseconds.
   auto const deadline = io::clock::time_point(
       std::chrono::duration_cast<io::clock::duration>(std::chrono::nanoseconds(deadline_nanos)));
   if (core::detail::wait_for_done(w.m_word, &w, &deadline)) {
     return true;
   }
-  if (w.claim()) { // the deadline won: the primitive's side will not touch us
+  if (node.claim()) { // the deadline won: the primitive's side will not touch us
     return false;
   }
   // The primitive's side claimed us first: its release is on its way (one exchange of our word).
   core::detail::wait_for_done(w.m_word, &w);
   return true;
+}
+
+/// block_until for a waiter that is its own claim node.
+inline bool block_until(timed_blocking_waiter &w, io::detail::nanos deadline_nanos) {
+  return block_until(w, w, deadline_nanos);
 }
 
 /// A plain thread's timed wait on `p` until the deadline of `r` (a request made as a task's
