@@ -175,6 +175,10 @@ check channel_timed.BUG_EXPIRED_EMPTY    channel_timed.pml fail safety -DBUG_EXP
 check channel_timed.BUG_NO_CANCEL        channel_timed.pml fail safety -DBUG_NO_CANCEL
 check channel_timed.dtor                 channel_timed.pml pass safety -DDTOR
 check channel_timed.dtor.BUG_DTOR_NO_WAIT channel_timed.pml fail safety -DDTOR -DBUG_DTOR_NO_WAIT
+#     the shared_mutex's timed locks: the grant skips leaving writers, leaving grants again
+check shared_mutex_timed                  shared_mutex_timed.pml pass safety
+check shared_mutex_timed.BUG_NO_REGRANT   shared_mutex_timed.pml fail safety -DBUG_NO_REGRANT
+check shared_mutex_timed.BUG_IGNORE_CLAIM shared_mutex_timed.pml fail safety -DBUG_IGNORE_CLAIM
 
 echo "${passed} passed, ${failures} failed"
 [ "$failures" = 0 ]

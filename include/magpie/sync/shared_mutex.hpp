@@ -17,12 +17,20 @@
 // takes the lock back, and the writer returns to the head of the queue, at most fairness_bound
 // times per wait. Readers are handed their shares for good. Neither side starves: every waiter
 // is served after at most the waiters queued before it and fairness_bound revocations.
-// Protocol and proof sketch: docs/protocols.md §9.5.
+//
+// On Linux either side can be waited for with a deadline (try_lock_for, try_lock_shared_for, and
+// their _until and _blocking_ forms): a waiter whose deadline passes leaves the queue, and the
+// waiters its departure unblocks are granted the lock at once (readers behind a writer that gave
+// up, when readers hold it).
+// Protocol and proof sketch: docs/protocols.md §9.5 (and §9.8, "Timed takes: the shared_mutex").
 
 #include <cstddef>
 #include <exception>
 #include <stdexcept>
 #include <utility>
+#if defined(__linux__)
+#  include <chrono>
+#endif
 
 #include "magpie/core/config.hpp"
 #include "magpie/core/frame.hpp"
@@ -30,10 +38,30 @@
 #include "magpie/sync/detail/heir_queue.hpp"
 #include "magpie/sync/detail/lock_word.hpp"
 #include "magpie/sync/detail/permits.hpp"
+#include "magpie/sync/detail/timed.hpp" // the timed locks (Linux)
 #include "magpie/sync/detail/waiter.hpp"
 #include "magpie/sync/guard.hpp"
 
 namespace magpie::sync {
+
+class shared_mutex;
+
+namespace detail {
+#if defined(__linux__)
+/// One side of a shared_mutex (exclusive or shared) as a primitive of timed.hpp's timed waits: an
+/// empty base of shared_mutex whose members forward to it with the side fixed.
+template <bool Exclusive>
+class shared_mutex_side {
+  friend struct timed_access;
+  friend class sync::shared_mutex;
+  bool try_pass() noexcept;
+  bool try_pass(core::frame_base &self) noexcept;
+  timed_outcome pass_or_enqueue_timed(waiter &w, io::detail::timeout_node *arm) noexcept;
+  void take_out_expired(waiter &w) noexcept;
+  sync::shared_mutex &owner() noexcept;
+};
+#endif
+} // namespace detail
 
 /// A readers/writer lock for tasks and (blocking) plain threads, FIFO-fair with direct hand-off
 /// and a writer's revocable hand-off (see the top of this file). Ownership is not tied to a thread
@@ -43,7 +71,13 @@ namespace magpie::sync {
 ///
 /// Cost: an uncontended lock, lock_shared, unlock or unlock_shared is one CAS; otherwise a short
 /// internal spin lock, and a suspension (one park, one resubmission) per waiting task.
-class shared_mutex : private detail::heir_queue {
+class shared_mutex : private detail::heir_queue
+#if defined(__linux__)
+    ,
+                     private detail::shared_mutex_side<true>,
+                     private detail::shared_mutex_side<false>
+#endif
+{
 public:
   /// How many times a waiting writer's hand-off may be revoked by tasks that lock meanwhile: the
   /// bound on the lock's unfairness (see the top of this file).
@@ -53,9 +87,11 @@ public:
   shared_mutex() noexcept : heir_queue(0) {}
   shared_mutex(shared_mutex const &) = delete;
   shared_mutex &operator=(shared_mutex const &) = delete;
-  /// Releases every task and thread still waiting with magpie::abandoned_wait (the base's
-  /// destructor, which also fails a writer handed the lock whose resumption has not started).
-  ~shared_mutex() = default;
+  /// Releases every task and thread still waiting with magpie::abandoned_wait (and a writer
+  /// handed the lock whose resumption has not started), then waits until the deadlines of timed
+  /// waiters that had already claimed their waits have taken them out (they call into this
+  /// object, so it happens here, not in the base's destructor).
+  ~shared_mutex() { shut_down(); }
 
   /// The awaitable of every lock request; `Guard` is what the co_await returns. Internal.
   template <bool Exclusive, typename Guard>
@@ -150,10 +186,111 @@ public:
   /// As lock_blocking(), for shared ownership.
   void lock_shared_blocking() { take_blocking(false); }
 
+#if defined(__linux__)
+  /// `bool const locked = co_await m.try_lock_until(t)`: as lock(), giving up at `t` — true if
+  /// the task holds the lock exclusively (pair it with unlock()), false if `t` came first. The
+  /// waiter keeps its place in the FIFO until then; a wait whose turn came before `t` returns
+  /// true. A deadline already reached does not suspend: true only if the lock succeeds at once.
+  /// Any clock's time point is converted to io::clock. While it waits the task holds its pool (the
+  /// pool's destructor waits for the deadline). Throws what lock() throws, and std::bad_alloc if
+  /// the reactor's timer heap cannot grow. With GCC 12.2 bind the result to a variable
+  /// (docs/guarantees.md, L3b).
+  template <typename Clock, typename Duration>
+  detail::timed_wait_request<detail::shared_mutex_side<true>>
+  try_lock_until(std::chrono::time_point<Clock, Duration> t) {
+    return detail::wait_until_request(side<true>(), t);
+  }
+  /// `co_await m.try_lock_for(d)`: try_lock_until(now + d), reading the clock once; a zero or
+  /// negative `d` does not wait.
+  template <typename Rep, typename Period>
+  detail::timed_wait_request<detail::shared_mutex_side<true>>
+  try_lock_for(std::chrono::duration<Rep, Period> d) {
+    return detail::wait_for_request(side<true>(), d);
+  }
+  /// `co_await m.try_lock_shared_until(t)`: as try_lock_until, for shared ownership (pair it
+  /// with unlock_shared()).
+  template <typename Clock, typename Duration>
+  detail::timed_wait_request<detail::shared_mutex_side<false>>
+  try_lock_shared_until(std::chrono::time_point<Clock, Duration> t) {
+    return detail::wait_until_request(side<false>(), t);
+  }
+  /// `co_await m.try_lock_shared_for(d)`: try_lock_shared_until(now + d).
+  template <typename Rep, typename Period>
+  detail::timed_wait_request<detail::shared_mutex_side<false>>
+  try_lock_shared_for(std::chrono::duration<Rep, Period> d) {
+    return detail::wait_for_request(side<false>(), d);
+  }
+
+  /// For plain threads: as lock_blocking(), giving up at `t` — true if the thread holds the lock
+  /// exclusively, false if `t` came first (a deadline already reached: true only if it is free
+  /// now). Throws std::logic_error on a thread that runs a magpie task, magpie::abandoned_wait if
+  /// the lock is destroyed first. The thread keeps its own time (no reactor).
+  template <typename Clock, typename Duration>
+  bool try_lock_blocking_until(std::chrono::time_point<Clock, Duration> t) {
+    detail::refuse_on_worker(timed_blocking_on_worker);
+    return detail::wait_blocking_until(side<true>(), detail::wait_until_request(side<true>(), t));
+  }
+  /// try_lock_blocking_until(now + d); a zero or negative `d` does not wait.
+  template <typename Rep, typename Period>
+  bool try_lock_blocking_for(std::chrono::duration<Rep, Period> d) {
+    detail::refuse_on_worker(timed_blocking_on_worker);
+    return detail::wait_blocking_until(side<true>(), detail::wait_for_request(side<true>(), d));
+  }
+  /// As try_lock_blocking_until, for shared ownership.
+  template <typename Clock, typename Duration>
+  bool try_lock_shared_blocking_until(std::chrono::time_point<Clock, Duration> t) {
+    detail::refuse_on_worker(timed_blocking_on_worker);
+    return detail::wait_blocking_until(side<false>(), detail::wait_until_request(side<false>(), t));
+  }
+  /// try_lock_shared_blocking_until(now + d).
+  template <typename Rep, typename Period>
+  bool try_lock_shared_blocking_for(std::chrono::duration<Rep, Period> d) {
+    detail::refuse_on_worker(timed_blocking_on_worker);
+    return detail::wait_blocking_until(side<false>(), detail::wait_for_request(side<false>(), d));
+  }
+#endif
+
   /// Tasks and threads waiting now (a snapshot, for diagnostics and tests).
   using heir_queue::waiting;
 
 private:
+#if defined(__linux__)
+  friend class detail::shared_mutex_side<true>;
+  friend class detail::shared_mutex_side<false>;
+
+  static constexpr char const *timed_blocking_on_worker =
+      "magpie::shared_mutex::try_lock_blocking_for/_until (or _shared_) inside a task would block "
+      "its worker: co_await m.try_lock_for(d) (or try_lock_shared_for) instead";
+
+  template <bool Exclusive>
+  detail::shared_mutex_side<Exclusive> &side() noexcept {
+    return *this;
+  }
+
+  /// The timed wait's slow path, under the lock: takes the lock as take_or_enqueue (passed), or
+  /// queues `w` and arms its deadline (`arm`; null for a plain thread): queued, or out_of_memory
+  /// (nothing queued) if the timer heap cannot grow.
+  detail::timed_outcome pass_or_enqueue_timed(detail::waiter &w, bool exclusive,
+                                              io::detail::timeout_node *arm) noexcept {
+    if (take_locked(m_word.lock(), exclusive, w.m_task ? w.m_task.home() : nullptr)) {
+      return detail::timed_outcome::passed;
+    }
+    w.m_exclusive = exclusive;
+    return enqueue_timed(w, arm) ? detail::timed_outcome::queued
+                                 : detail::timed_outcome::out_of_memory;
+  }
+
+  /// The deadline's side of a timed wait, after it claimed `w`: takes it out and grants the lock
+  /// to the waiters its departure unblocks (a writer that gave up at the head, with readers
+  /// behind it and readers holding; or the lock left free by a grant that found only waiters
+  /// whose deadlines had claimed them). Its last touch of the lock (the destructor waits for it).
+  void take_out_timed(detail::waiter &w) noexcept {
+    word_t const v = m_word.lock();
+    m_waiters.remove_expired(w);
+    release_and_grant(v);
+  }
+#endif
+
   using lock_word = detail::lock_word;
   // The word: bit 0 the lock_word's lock, bit 1 "waiters queued", bit 2 "a writer holds it",
   // bits 3.. the readers holding it. As in detail/permits.hpp, the word changes only by a CAS
@@ -197,7 +334,9 @@ private:
       m_word.unlock_with([&](word_t cur) { return cur + (exclusive ? writer : reader); });
       return true;
     }
-    if (heir() != nullptr && revoke_heir(mine)) {
+    // A timed heir may be revoked too (timed_too): every holder gives the lock back, so the heir,
+    // requeued untimed at the head, is handed it again at the next release.
+    if (heir() != nullptr && revoke_heir(mine, /*timed_too=*/true)) {
       // The heir held the lock alone; it is the revoker's now, and the heir heads the queue.
       // release (in unlock_with): the requeued heir and the waiters bit, to the next lock holder.
       m_word.unlock_with([exclusive](word_t cur) {
@@ -231,43 +370,20 @@ private:
     // A writer's m_slot is this queue (where its job reports if it is made the heir); a
     // reader's is null.
     w.m_slot = exclusive ? static_cast<detail::heir_queue *>(this) : nullptr;
+    w.m_exclusive = exclusive;
     m_waiters.push(&w);
     // release: the queued waiter → the next lock holder (who may hand it the lock).
     m_word.unlock_with([](word_t cur) { return cur | waiters_bit; });
     return false;
   }
 
-  /// Under the lock, with `v` the word once the caller's ownership is dropped: if nobody holds
-  /// the lock now, grants it to the head of the queue (a writer, or the run of readers at the
-  /// head); releases the lock; wakes whoever was granted it. A writer task becomes the heir
-  /// (there is none: an heir holds the lock, so nobody releases it while one is pending).
+  /// Under the lock, with `v` the word once the caller's ownership is dropped (or unchanged, for
+  /// a waiter that left): grants the lock to whom the queue's order lets in now (grant_locked);
+  /// releases the lock; wakes whoever was granted it. A writer task becomes the heir (there is
+  /// none: an heir holds the lock, so nobody releases it while one is pending).
   void release_and_grant(word_t v) noexcept {
-    detail::waiter *head = nullptr; // handed for good, woken after the lock is released
-    detail::waiter **tail = &head;
     detail::waiter *to_resubmit = nullptr; // the new heir, unless its job is still in flight
-    if ((v & ~waiters_bit) == 0) {
-      v = 0;
-      if (!m_waiters.empty() && front_is_exclusive()) {
-        detail::waiter *const w = m_waiters.pop();
-        if (!w->m_task) {
-          *tail = w; // a plain thread: handed for good
-          tail = &w->m_next_waiter;
-        } else if (make_heir(*w)) {
-          to_resubmit = w;
-        }
-        v = writer;
-      } else {
-        while (!m_waiters.empty() && !front_is_exclusive()) {
-          *tail = m_waiters.pop();
-          tail = &(*tail)->m_next_waiter;
-          v += reader;
-        }
-      }
-      if (!m_waiters.empty()) {
-        v |= waiters_bit;
-      }
-    }
-    *tail = nullptr;
+    detail::waiter *const head = grant_locked(v, to_resubmit); // handed for good
     // release: our section and the grant → the next lock holder and the fast paths; the woken
     // waiters are ordered after this by their executor's queue (or their blocking mutex).
     m_word.unlock_with([v](word_t) { return v; });
@@ -278,7 +394,82 @@ private:
     detail::hand_to_all(head); // point of no return for each; the primitive is not touched again
   }
 
-  bool front_is_exclusive() const noexcept { return m_waiters.front()->m_slot != nullptr; }
+  /// Under the lock: unlinks the waiters the lock can be granted to now, oldest first — if nobody
+  /// holds it (`v`, less the waiters bit, is 0), the first waiter it can take and, if that is a
+  /// reader, the readers after it up to the next writer; if only readers hold it, the readers at
+  /// the head up to the first writer. A timed waiter whose deadline claimed it is skipped (it
+  /// stays queued for its deadline's side, which grants again once it has left). A writer task
+  /// granted the lock becomes the heir (`to_resubmit`, if its job must be submitted); the others
+  /// are returned, linked, to be handed the lock for good. Sets `v` to the word to release:
+  /// the holders and the waiters bit as the queue now is.
+  detail::waiter *grant_locked(word_t &v, detail::waiter *&to_resubmit) noexcept {
+    word_t const held = v & ~waiters_bit;
+    if ((held & writer) != 0) { // a writer holds it (the caller was not that writer)
+      v = m_waiters.empty() ? held : (held | waiters_bit);
+      return nullptr;
+    }
+    using scan = detail::waiter_queue::scan;
+    word_t readers = 0;
+    bool took_writer = false;
+    detail::waiter *granted = m_waiters.take_until([&](detail::waiter &w) {
+      if (took_writer) {
+        return scan::stop;
+      }
+      if (w.m_exclusive) {
+        if (deadline_claimed(w)) {
+          return scan::skip; // leaving: it blocks nobody
+        }
+        if (held != 0 || readers != 0) {
+          return scan::stop; // readers hold it (or go in now): the writer waits its turn
+        }
+        if (!claim_for_take(w)) {
+          return scan::skip; // its deadline claimed it just now
+        }
+        took_writer = true;
+        return scan::take;
+      }
+      if (!claim_for_take(w)) {
+        return scan::skip;
+      }
+      readers += reader;
+      return scan::take;
+    });
+    word_t next = held + readers;
+    if (took_writer) {
+      next = writer;
+      if (granted->m_task) { // a task: the heir (a plain thread is handed it for good)
+        if (make_heir(*granted)) {
+          to_resubmit = granted;
+        }
+        granted = nullptr;
+      }
+    }
+    v = m_waiters.empty() ? next : (next | waiters_bit);
+    return granted;
+  }
+
+  /// Whether `w` is a timed waiter whose deadline has claimed it (it is leaving the queue); a
+  /// hint that is exact once true: nobody unclaims.
+  static bool deadline_claimed(detail::waiter &w) noexcept {
+#if defined(__linux__)
+    io::detail::timeout_node *const node = detail::timed_node(w);
+    // acquire: pairs with the claiming exchange; nothing else is read through it.
+    return node != nullptr && node->m_claimed.load(std::memory_order_acquire);
+#else
+    static_cast<void>(w);
+    return false;
+#endif
+  }
+
+  /// Whether the grant may take `w`: an untimed waiter, or a timed one this side claims now.
+  bool claim_for_take(detail::waiter &w) noexcept {
+#if defined(__linux__)
+    return m_waiters.claim_for_take(w);
+#else
+    static_cast<void>(w);
+    return true;
+#endif
+  }
 
   void take_blocking(bool exclusive) {
     detail::refuse_on_worker("magpie::shared_mutex: a blocking lock inside a task would block "
@@ -293,5 +484,33 @@ private:
     w.block();
   }
 };
+
+#if defined(__linux__)
+namespace detail {
+template <bool Exclusive>
+sync::shared_mutex &shared_mutex_side<Exclusive>::owner() noexcept {
+  return static_cast<sync::shared_mutex &>(*this);
+}
+template <bool Exclusive>
+bool shared_mutex_side<Exclusive>::try_pass() noexcept {
+  return owner().try_take(Exclusive);
+}
+template <bool Exclusive>
+bool shared_mutex_side<Exclusive>::try_pass(core::frame_base &self) noexcept {
+  return owner().try_take(Exclusive) ||
+         owner().try_revoke(Exclusive, core::ext::worker_of(self).home());
+}
+template <bool Exclusive>
+timed_outcome
+shared_mutex_side<Exclusive>::pass_or_enqueue_timed(waiter &w,
+                                                    io::detail::timeout_node *arm) noexcept {
+  return owner().pass_or_enqueue_timed(w, Exclusive, arm);
+}
+template <bool Exclusive>
+void shared_mutex_side<Exclusive>::take_out_expired(waiter &w) noexcept {
+  owner().take_out_timed(w);
+}
+} // namespace detail
+#endif
 
 } // namespace magpie::sync

@@ -20,7 +20,9 @@
 // one heir; the derived primitive hands for good whatever it hands while an heir is pending.
 //
 // On Linux the queue may hold timed waiters (a mutex's try_lock_for, a semaphore's
-// try_acquire_for: timed.hpp): the primitive takes only a waiter it claims (timed_queue::take), the
+// try_acquire_for, a shared_mutex's try_lock_for and try_lock_shared_for: timed.hpp): the
+// primitive takes only a waiter it claims (timed_queue::take, or take_until for the shared_mutex's
+// grant), the
 // deadline's side takes out one it claimed (take_out_expired), and a hand-off to a timed waiter
 // is revoked only where the revoker must give the lock back (a mutex): its deadline's claim is
 // spent, so requeued it can no longer time out. docs/protocols.md §9.8, "Timed takes".
@@ -145,7 +147,11 @@ protected:
   /// and an heir whose job has not started (it never ran holding the lock). A timed waiter whose
   /// deadline claimed it first ends its own wait (false): the destructor waits until its
   /// deadline's side has taken it out.
-  ~heir_queue() {
+  ~heir_queue() { shut_down(); }
+
+  /// The destructor's work, for a derived primitive whose deadlines' sides call into it (the
+  /// shared_mutex) to do before its own destruction ends: idempotent.
+  void shut_down() noexcept {
     m_word.lock();
     unsigned spins = 0;
     while (waiter *const h = heir()) {

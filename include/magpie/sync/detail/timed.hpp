@@ -88,8 +88,8 @@ public:
   void push_front(waiter *w) noexcept { m_waiters.push_front(w); }
   /// The oldest waiter, still queued, or null.
   waiter *front() const noexcept { return m_waiters.front(); }
-  /// The oldest waiter, unlinked, or null: for a primitive none of whose waiters is timed (the
-  /// shared_mutex, which shares heir_queue's queue); the others take().
+  /// The oldest waiter, unlinked, or null: only for a queue none of whose waiters is timed (a
+  /// primitive with timed waiters takes them with take() or take_until()).
   waiter *pop() noexcept {
     MAGPIE_ASSERT(m_timed == 0, "magpie: pop() from a queue with timed waiters");
     return m_waiters.pop();
@@ -133,6 +133,26 @@ public:
         limit);
   }
   waiter *take_all() noexcept { return take(~std::size_t{0}); }
+
+  /// For a scan that decides by kind (the shared_mutex's grant): whether this side may take `w`
+  /// — an untimed waiter, or a timed one it claims now (a claim it cannot undo: call it only for
+  /// a waiter it will take). False: its deadline claimed it first; skip it.
+  bool claim_for_take(waiter &w) noexcept {
+    io::detail::timeout_node *const node = timed_node(w);
+    if (node == nullptr) {
+      return true;
+    }
+    if (!node->claim()) {
+      return false;
+    }
+    --m_timed;
+    return true;
+  }
+  /// waiter_queue::take_until over the queue (`decide` claims through claim_for_take).
+  template <typename Decide>
+  waiter *take_until(Decide decide) noexcept {
+    return m_waiters.take_until(decide);
+  }
 
   /// The deadline's side, having won the claim: takes `w` out (every other party left it).
   void remove_expired(waiter &w) noexcept {

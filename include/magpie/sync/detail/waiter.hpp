@@ -55,6 +55,9 @@ struct waiter : core::job {
   /// claim decides the wait (timed.hpp). Cleared when a revoked heir is requeued (heir_queue.hpp:
   /// its claim is spent and make_heir reused m_slot), so it then waits as an untimed waiter.
   bool m_has_deadline = false;
+  /// Set for a shared_mutex's waiting writer (a reader's is clear): which side of the lock it
+  /// waits for, whatever m_slot holds (its timeout node, or the heir machinery's queue).
+  bool m_exclusive = false;
 
   /// Resubmits the task to its pool. Any thread; never blocks. Point of no return: from here on
   /// the task may run, and this waiter (in its frame) may be gone — touch nothing of it after.
@@ -161,6 +164,37 @@ public:
       }
     }
     return false;
+  }
+
+  /// What a scan (take_until) does with each waiter it reaches.
+  enum class scan : std::uint8_t { take, skip, stop };
+
+  /// Unlinks, oldest first, the waiters for which `decide(w)` says `take`, leaving those it says
+  /// `skip` queued, until it says `stop` (that waiter and the rest are not looked at) or the
+  /// queue ends; returns them as a list linked by m_next_waiter (as take_all). `decide` may have
+  /// side effects (a claim).
+  template <typename Decide>
+  waiter *take_until(Decide decide) noexcept {
+    waiter *first = nullptr;
+    waiter *last = nullptr;
+    waiter *prev = nullptr;
+    for (waiter *cur = m_head; cur != nullptr;) {
+      waiter *const next = cur->m_next_waiter;
+      scan const what = decide(*cur);
+      if (what == scan::stop) {
+        break;
+      }
+      if (what == scan::take) {
+        unlink_after(prev, cur);
+        cur->m_next_waiter = nullptr;
+        (last == nullptr ? first : last->m_next_waiter) = cur;
+        last = cur;
+      } else {
+        prev = cur;
+      }
+      cur = next;
+    }
+    return first;
   }
 
   /// Unlinks the waiters for which `take(w)` is true, oldest first, stopping after `limit` of
