@@ -68,11 +68,12 @@ magpie::task<int> worker(magpie::channel<int> *jobs, magpie::event *idle) {
   }
 }
 
-// A send with a deadline: on `full` the value is still ours.
+// A send with a deadline (of a copy of `job`: send_for(std::move(v), d) moves from `v` only if
+// it sends it).
 magpie::task<int> offer(magpie::channel<int> *slot, int job) {
-  magpie::send_status const s = co_await slot->send_for(std::move(job), 5ms);
-  std::printf("%s, job %d %s\n", s == magpie::send_status::full ? "full for 5 ms" : "sent", job,
-              s == magpie::send_status::full ? "kept" : "moved");
+  magpie::send_status const s = co_await slot->send_for(job, 5ms);
+  std::printf("%s, job %d\n", s == magpie::send_status::full ? "full for 5 ms: not sent" : "sent",
+              job);
   co_return s == magpie::send_status::full ? job : -1;
 }
 // [channel]

@@ -43,9 +43,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 ZIPF_COUNTS = ["64", "100", "128", "512", "1024", "2048"]
 ZIPF_SIZES = ZIPF_COUNTS + [f"uniform-{n}" for n in ZIPF_COUNTS]
-MUTEX_SIZES = ["magpie", "magpie-timed", "semaphore", "shared", "shared-read", "std",
-               "magpie-spaced", "magpie-timed-spaced", "semaphore-spaced", "shared-spaced",
-               "shared-read-spaced", "std-spaced"]
+MUTEX_SIZES = ["magpie", "magpie-timed", "semaphore", "shared", "shared-read", "shared-timed",
+               "std", "magpie-spaced", "magpie-timed-spaced", "semaphore-spaced", "shared-spaced",
+               "shared-read-spaced", "shared-timed-spaced", "std-spaced"]
 LOOPS = {"zipf"}  # problems of the parallel-loop runtimes below
 ALGOS = {"algo"}
 

@@ -1,7 +1,8 @@
 // mutex — magpie tasks contending for one lock: magpie::mutex (sizes `magpie…`; `magpie-timed…`
 // lock it with `co_await try_lock_for(10s)`, a deadline that never passes: a lock that times out
 // fails the check), a magpie::semaphore of one permit (sizes `semaphore…`), a
-// magpie::shared_mutex (sizes `shared…`) or std::mutex (sizes `std…`). See mutex_problem.hpp.
+// magpie::shared_mutex (sizes `shared…`; `shared-timed…` lock it with `co_await
+// try_lock_for(10s)`, as magpie-timed) or std::mutex (sizes `std…`). See mutex_problem.hpp.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -66,6 +67,16 @@ magpie::task<void> worker_task(shared_state *s) {
     case mutex_problem::lock_kind::shared: {
       auto g = co_await s->magpie_shared.scoped_lock();
       section(s);
+      break;
+    }
+    case mutex_problem::lock_kind::shared_timed: {
+#if defined(__linux__)
+      bool const locked = co_await s->magpie_shared.try_lock_for(std::chrono::seconds(10));
+      if (locked) {
+        section(s);
+        s->magpie_shared.unlock();
+      }
+#endif
       break;
     }
     case mutex_problem::lock_kind::std_mutex: {

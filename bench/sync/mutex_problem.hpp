@@ -11,8 +11,10 @@
 // s.acquire() / s.release(): the same protocol with a count), `shared` (a magpie::shared_mutex
 // locked exclusively, co_await rw.scoped_lock()), `shared-read` (the same shared_mutex, each
 // task's every fourth section exclusive and the others shared — a reader's increment is an
-// atomic one, so readers still count) or `std` (std::mutex: a contended lock blocks the worker
-// thread).
+// atomic one, so readers still count), `shared-timed` (the shared_mutex locked exclusively with
+// co_await rw.try_lock_for(10s), Linux: every wait arms a deadline that the hand-off claims; a
+// lock that times out loses its section and fails the answer) or `std` (std::mutex: a contended
+// lock blocks the worker thread).
 // Time per critical section = median time / sections.
 
 #include <cstdint>
@@ -24,7 +26,15 @@ namespace mutex_problem {
 
 inline constexpr char const *name = "mutex";
 
-enum class lock_kind { magpie, magpie_timed, semaphore, shared, shared_read, std_mutex };
+enum class lock_kind {
+  magpie,
+  magpie_timed,
+  semaphore,
+  shared,
+  shared_timed,
+  shared_read,
+  std_mutex
+};
 
 struct size {
   char const *name;
@@ -41,12 +51,14 @@ inline constexpr size sizes[] = {
     {"semaphore", lock_kind::semaphore, 100'000, 50, 0, 0},
     {"shared", lock_kind::shared, 100'000, 50, 0, 0},
     {"shared-read", lock_kind::shared_read, 100'000, 50, 0, 0},
+    {"shared-timed", lock_kind::shared_timed, 100'000, 50, 0, 0},
     {"magpie-timed", lock_kind::magpie_timed, 100'000, 50, 0, 0},
     {"magpie-spaced", lock_kind::magpie, 100'000, 50, 20, 200},
     {"magpie-timed-spaced", lock_kind::magpie_timed, 100'000, 50, 20, 200},
     {"semaphore-spaced", lock_kind::semaphore, 100'000, 50, 20, 200},
     {"shared-spaced", lock_kind::shared, 100'000, 50, 20, 200},
     {"shared-read-spaced", lock_kind::shared_read, 100'000, 50, 20, 200},
+    {"shared-timed-spaced", lock_kind::shared_timed, 100'000, 50, 20, 200},
     {"std-spaced", lock_kind::std_mutex, 100'000, 50, 20, 200},
 };
 

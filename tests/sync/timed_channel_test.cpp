@@ -239,11 +239,11 @@ task<long> hunt_producer(int i, hunt *h) {
     if (h->paced_producers) {
       co_await magpie::io::sleep_for(pace(i, k));
     }
-    long v = static_cast<long>(i) * h->per_producer + k;
+    long const v = static_cast<long>(i) * h->per_producer + k;
     for (int attempt = 0;; ++attempt) {
       auto const d = spread(i * 7919 + k * 31 + attempt, 0, 300);
       auto const start = clock::now();
-      send_status const s = co_await h->ch->send_for(std::move(v), d);
+      send_status const s = co_await h->ch->send_for(v, d); // a copy (the move paths: box)
       if (s == send_status::sent) {
         break;
       }
@@ -336,11 +336,11 @@ TEST_P(channel_timed_test, sends_and_receives_racing_deadlines_lose_and_duplicat
           if (paced_producers) {
             std::this_thread::sleep_for(pace(task_producers, k));
           }
-          long v = static_cast<long>(task_producers) * per_producer + k;
+          long const v = static_cast<long>(task_producers) * per_producer + k;
           for (int attempt = 0;; ++attempt) {
             auto const d = spread(k * 13 + attempt, 0, 300);
             auto const start = clock::now();
-            send_status const s = ch.send_blocking_for(std::move(v), d);
+            send_status const s = ch.send_blocking_for(v, d);
             if (s == send_status::sent) {
               break;
             }
@@ -552,8 +552,8 @@ task<int> timed_receive_in_scope(channel<long> *ch) {
     threw += 1;
   }
   try {
-    long v = 1;
-    (void)co_await ch->send_for(std::move(v), 1s);
+    long const v = 1;
+    (void)co_await ch->send_for(v, 1s);
   } catch (std::logic_error const &) {
     threw += 1;
   }
