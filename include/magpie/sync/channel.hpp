@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "magpie/core/config.hpp"
 #include "magpie/core/detail/pause.hpp"
 #include "magpie/core/ext.hpp"
 #include "magpie/core/frame.hpp"
@@ -821,7 +822,9 @@ private:
 
   /// The fast path of a send that may wait: sent, closed, or full. A task (`self`) spins first
   /// only where another worker could free room (may_spin); a plain thread (null) always does.
-  send_status send_now(T &v, core::frame_base *self) noexcept {
+  /// Forced inline: the untimed send's await_ready is this, and a call here measured slower
+  /// (sync_bench channel1024, bench/README.md).
+  MAGPIE_FORCEINLINE send_status send_now(T &v, core::frame_base *self) noexcept {
     if (m_ring != nullptr) {
       send_status const status = send_fast(v);
       if (status == send_status::full && (self == nullptr || may_spin(*self))) {
@@ -836,7 +839,7 @@ private:
 
   /// The fast path of a receive that may wait, as send_now: true if done (`out` filled, or
   /// closed and drained).
-  bool receive_now(std::optional<T> &out, core::frame_base *self) noexcept {
+  MAGPIE_FORCEINLINE bool receive_now(std::optional<T> &out, core::frame_base *self) noexcept {
     if (m_ring != nullptr) {
       return receive_fast(out) || ((self == nullptr || may_spin(*self)) && receive_spinning(out));
     }
