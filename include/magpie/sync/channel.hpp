@@ -6,6 +6,7 @@
 //   co_await jobs.send(job{...});                    // suspends while the channel is full
 //   while (std::optional<job> j = co_await jobs.receive()) { ... }   // nullopt: closed, drained
 //   jobs.close();                                    // any thread: no more sends
+//   auto [j, status] = co_await jobs.receive_for(20ms);  // Linux: or give up after a while
 //
 // Protocol and proof sketch: docs/protocols.md §9.11 ("channel").
 
@@ -71,6 +72,11 @@ namespace magpie::sync {
 /// Each side's spin budget adapts: it halves (to 8 pauses at least) after a spin that ended
 /// waiting anyway, and doubles back after one that paid, so a channel whose other side is not
 /// running spends little time spinning (see spin_budgets()).
+///
+/// On Linux every send and receive can wait with a deadline: send_for / send_until and
+/// receive_for / receive_until for tasks, and the `_blocking_` forms for plain threads; a value
+/// handed over as a deadline passes is delivered, never lost (docs/protocols.md §9.11, "Timed
+/// sends and receives").
 ///
 /// `T` must be nothrow move-constructible (values are moved in and out of the ring, and under
 /// the channel's lock).
