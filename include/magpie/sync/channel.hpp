@@ -237,31 +237,16 @@ public:
       // Set before: once queued (the unlock), the task may be resumed elsewhere at any moment and
       // this awaitable must not be touched any more.
       m_waited = true;
-      if (m_channel->m_ring != nullptr) {
-        send_status const status = m_channel->send_or_enqueue(*m_value, w);
-        if (status == send_status::full) {
-          return false; // point of no return
-        }
-        m_waited = false;
-        m_sent = status == send_status::sent;
-        return true;
-      }
-      auto [status, wake] = m_channel->send_locked(*m_value, &w);
+      send_status const status = m_channel->send_slow(*m_value, w, nullptr);
       if (status == send_status::full) {
         return false; // point of no return
       }
       m_waited = false;
-      return decide({status, wake});
+      m_sent = status == send_status::sent;
+      return true;
     }
     /// True if the value was sent, false if the channel was closed first.
     bool resume_value() const noexcept { return m_waited ? this->m_slot == nullptr : m_sent; }
-
-  private:
-    bool decide(std::pair<send_status, detail::waiter *> r) noexcept {
-      release_if(r.second);
-      m_sent = r.first == send_status::sent;
-      return r.first != send_status::full;
-    }
   };
 
   /// What send() returns; co_await it in a magpie task. Holds the value until it is sent.
@@ -301,19 +286,10 @@ public:
     bool try_now() noexcept { return m_channel->receive_now(m_result, this->m_frame); }
     /// Slow path, under the lock: succeeds now (true), or queues `w` to be resumed later (false).
     bool try_or_enqueue(detail::waiter &w) noexcept {
-      if (m_channel->m_ring != nullptr) {
-        return m_channel->receive_or_enqueue(m_result, w);
-      }
-      return decide(m_channel->receive_locked(m_result, &w));
+      return m_channel->receive_slow(m_result, w, nullptr);
     }
     /// What the co_await returns.
     std::optional<T> resume_value() noexcept { return std::move(m_result); }
-
-  private:
-    static bool decide(std::pair<bool, detail::waiter *> r) noexcept {
-      release_if(r.second);
-      return r.first;
-    }
   };
 
   /// What receive() returns; co_await it in a magpie task.
@@ -854,20 +830,37 @@ private:
     return done;
   }
 
-  /// The slow path of a timed send (channel_access::send_or_enqueue_timed). Once `w` is queued
-  /// it may be released at any moment: the result is returned, not stored in the waiter.
+  /// The slow path of a send that may wait, timed (`plan`) or not (null), on either kind of
+  /// channel: sent or closed now, or `w` queued (`full`; not queued if plan->out_of_memory). Once
+  /// `w` is queued it may be released at any moment: the caller touches it no more.
+  MAGPIE_FORCEINLINE send_status send_slow(T &v, detail::waiter &w, queue_plan *plan) noexcept {
+    if (m_ring != nullptr) {
+      return send_or_enqueue(v, w, plan);
+    }
+    auto [status, wake] = send_locked(v, &w, plan);
+    release_if(wake);
+    return status;
+  }
+
+  /// The slow path of a receive that may wait, as send_slow: true if done (`out` filled, or
+  /// closed and drained), false if `w` was queued (or, with plan->out_of_memory, not).
+  MAGPIE_FORCEINLINE bool receive_slow(std::optional<T> &out, detail::waiter &w,
+                                       queue_plan *plan) noexcept {
+    if (m_ring != nullptr) {
+      return receive_or_enqueue(out, w, plan);
+    }
+    auto [done, wake] = receive_locked(out, &w, plan);
+    release_if(wake);
+    return done;
+  }
+
+  /// The slow path of a timed send (channel_access::send_or_enqueue_timed): the result is
+  /// returned, not stored in the waiter, which may be gone once queued.
   std::pair<send_status, bool> send_or_enqueue_timed(T &v, detail::waiter &w,
                                                      detail::channel_deadline &d,
                                                      io::detail::timeout_node *arm) noexcept {
     queue_plan plan{&d, arm};
-    send_status status = send_status::full;
-    if (m_ring != nullptr) {
-      status = send_or_enqueue(v, w, &plan);
-    } else {
-      auto [locked_status, wake] = send_locked(v, &w, &plan);
-      release_if(wake);
-      status = locked_status;
-    }
+    send_status const status = send_slow(v, w, &plan);
     return {status, plan.out_of_memory};
   }
 
@@ -876,14 +869,7 @@ private:
                                                  detail::channel_deadline &d,
                                                  io::detail::timeout_node *arm) noexcept {
     queue_plan plan{&d, arm};
-    bool done = false;
-    if (m_ring != nullptr) {
-      done = receive_or_enqueue(out, w, &plan);
-    } else {
-      auto [locked_done, wake] = receive_locked(out, &w, &plan);
-      release_if(wake);
-      done = locked_done;
-    }
+    bool const done = receive_slow(out, w, &plan);
     return {done, plan.out_of_memory};
   }
 
@@ -946,8 +932,7 @@ private:
 
   // A receive into `out` under the lock: a waiting sender's value, or nothing. If nothing and
   // not closed, queues `w` (if given) with value slot &out as `plan` says. Returns whether the
-  // receive is complete
-  // (`out` empty: closed) and a waiter to release.
+  // receive is complete (`out` empty: closed) and a waiter to release.
   std::pair<bool, detail::waiter *> receive_locked(std::optional<T> &out,
                                                    detail::waiter *w = nullptr,
                                                    queue_plan *plan = nullptr) noexcept {

@@ -367,10 +367,7 @@ private:
     if (take_locked(m_word.lock(), exclusive, mine)) {
       return true;
     }
-    // A writer's m_slot is this queue (where its job reports if it is made the heir); a
-    // reader's is null.
-    w.m_slot = exclusive ? static_cast<detail::heir_queue *>(this) : nullptr;
-    w.m_exclusive = exclusive;
+    w.m_exclusive = exclusive; // the tag (make_heir sets a writer heir's m_slot itself)
     m_waiters.push(&w);
     // release: the queued waiter → the next lock holder (who may hand it the lock).
     m_word.unlock_with([](word_t cur) { return cur | waiters_bit; });

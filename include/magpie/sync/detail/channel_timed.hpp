@@ -120,12 +120,11 @@ struct timed_send_awaitable : wait_awaitable<timed_send_awaitable<T>>, channel_d
     if (m_phase == channel_wait_phase::out_of_memory) [[unlikely]] {
       throw std::bad_alloc();
     }
-    if (m_phase == channel_wait_phase::queued && m_result != io::detail::wait_node::timed_out) {
-      // The channel's side claimed us: its release may have raced the reactor's pop of the node,
-      // which the shard lock orders before cancel_timer returns.
-      (void)io::detail::cancel_timer(*this);
-      this->rethrow_if_failed(); // abandoned_wait: the channel was destroyed
-      waiter &w = *this;
+    // Queued and released by the channel's side (not its deadline): cancel the timer (its
+    // release may have raced the reactor's pop of the node, which the shard lock orders), rethrow
+    // abandoned_wait, and read the outcome from our slot.
+    waiter &w = *this;
+    if (m_phase == channel_wait_phase::queued && ended_by_primitive(*this, w)) {
       m_status = data_of(w) == nullptr ? send_status::sent : send_status::closed;
     }
     return m_status;
@@ -202,9 +201,7 @@ struct timed_receive_awaitable : wait_awaitable<timed_receive_awaitable<T>>, cha
     if (m_phase == channel_wait_phase::out_of_memory) [[unlikely]] {
       throw std::bad_alloc();
     }
-    if (m_phase == channel_wait_phase::queued && m_result != io::detail::wait_node::timed_out) {
-      (void)io::detail::cancel_timer(*this); // as timed_send_awaitable's
-      this->rethrow_if_failed();
+    if (m_phase == channel_wait_phase::queued && ended_by_primitive(*this, *this)) {
       m_status = m_value.has_value() ? receive_status::received : receive_status::closed;
     }
     return {std::move(m_value), m_status};
