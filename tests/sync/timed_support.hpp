@@ -1,12 +1,13 @@
 #pragma once
 // tests/sync/timed_support.hpp — helpers shared by the tests of timed waits (timed_wait_test:
-// event, latch; timed_lock_test: mutex, semaphore), Linux.
+// event, latch, counter; timed_lock_test: mutex, semaphore), Linux.
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -59,21 +60,26 @@ void thread_takes_doomed(int i, P *p, std::atomic<int> *abandoned, std::atomic<i
   }
 }
 
-/// The primitive destroyed while its timed waiters' deadlines expire (tasks and two threads):
-/// each wait ends exactly once, by its deadline (false) or by the destructor (abandoned_wait),
-/// and nothing touches the primitive after it is gone (ASan).
+/// The primitive destroyed while its timed waiters' deadlines expire (tasks and two threads, or
+/// with `with_threads` false tasks only: a counter's threads must not wait as it goes): each
+/// wait ends exactly once, by its deadline (false) or by the destructor (abandoned_wait), and
+/// nothing touches the primitive after it is gone (ASan).
 template <typename P>
-void destroyed_as_deadlines_expire(any_scheduler &sched) {
+void destroyed_as_deadlines_expire(any_scheduler &sched, bool with_threads = true) {
   int const n = scaled(32, 8);
-  int const threads = 2;
+  int const threads = with_threads ? 2 : 0;
   int total_abandoned = 0;
   for (int round = 0; round < scaled(30, 6); ++round) {
     std::unique_ptr<P> p = timed_ops<P>::make_closed();
     std::atomic<int> abandoned{0};
     std::atomic<int> timed_out{0};
     {
-      side_thread t0([&] { thread_takes_doomed(round, p.get(), &abandoned, &timed_out); });
-      side_thread t1([&] { thread_takes_doomed(round + 3, p.get(), &abandoned, &timed_out); });
+      std::optional<side_thread> t0;
+      std::optional<side_thread> t1;
+      if (with_threads) {
+        t0.emplace([&] { thread_takes_doomed(round, p.get(), &abandoned, &timed_out); });
+        t1.emplace([&] { thread_takes_doomed(round + 3, p.get(), &abandoned, &timed_out); });
+      }
       side_thread destroyer([&] {
         // Destroy only once every waiter is queued or done (a waiter that has not reached the
         // primitive yet would use it after free: the test's fault, not the primitive's). Read

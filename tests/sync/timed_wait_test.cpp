@@ -5,12 +5,17 @@
 // the event destroyed while its timed waiters' deadlines expire (each gets abandoned_wait or
 // false, nothing is touched after free: ASan); waiting inside a fork-join scope; a pool
 // destroyed while a timed wait is pending; and the reactor's heaps empty again after each test.
+// The same for the latch, the counter (re-armed after zero too) and the task_group (a timed wait
+// that runs out keeps the first exception; of many waiters racing the last child, exactly one
+// rethrows it), and the plain-thread forms.
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -35,6 +40,16 @@ struct magpie::test::timed_ops<magpie::latch> {
   static auto take(magpie::latch &l, std::chrono::microseconds d) { return l.wait_for(d); }
   static bool take_blocking(magpie::latch &l, std::chrono::microseconds d) {
     return l.wait_blocking_for(d);
+  }
+};
+template <>
+struct magpie::test::timed_ops<magpie::counter> {
+  static std::unique_ptr<magpie::counter> make_closed() {
+    return std::make_unique<magpie::counter>(1);
+  }
+  static auto take(magpie::counter &c, std::chrono::microseconds d) { return c.wait_for(d); }
+  static bool take_blocking(magpie::counter &c, std::chrono::microseconds d) {
+    return c.wait_blocking_for(d);
   }
 };
 
@@ -174,8 +189,10 @@ TEST_P(event_timed_test, auto_reset_sets_are_never_lost_to_deadlines_nor_doubled
 // passes now, and the step that lets every waiter pass.
 bool is_open(event &e) { return e.is_set(); }
 bool is_open(magpie::latch &l) { return l.try_wait(); }
+bool is_open(magpie::counter &c) { return c.value() == 0; }
 void open_up(event &e) { e.set(); }
 void open_up(magpie::latch &l) { l.count_down(); }
+void open_up(magpie::counter &c) { c.count_down(); }
 template <typename P>
 task<long> wait_around(int i, P *p, std::atomic<int> *bad) {
   auto const d = spread(i, 200, 2000);
@@ -235,6 +252,177 @@ TEST_P(event_timed_test, destroying_the_event_while_deadlines_expire_ends_every_
 
 TEST_P(event_timed_test, destroying_a_latch_while_deadlines_expire_ends_every_wait_once) {
   destroyed_as_deadlines_expire<magpie::latch>(m_sched);
+}
+
+TEST_P(event_timed_test, a_counter_reaching_zero_as_deadlines_expire_releases_or_times_out_all) {
+  opening_races_deadlines<magpie::counter>(m_sched);
+}
+
+TEST_P(event_timed_test, destroying_a_counter_while_deadlines_expire_ends_every_wait_once) {
+  destroyed_as_deadlines_expire<magpie::counter>(m_sched, false); // threads may not wait then
+}
+
+TEST_P(event_timed_test, a_counter_wait_for_times_out_then_passes_at_zero_and_again_once_rearmed) {
+  magpie::counter count(2);
+  std::atomic<int> stage{0};
+  side_thread counter([&] {
+    ASSERT_TRUE(wait_until([&] { return count.waiting() == 1; }));
+    count.count_down();
+    std::this_thread::sleep_for(10ms); // the first wait times out meanwhile
+    count.count_down();
+    ASSERT_TRUE(wait_until([&] { return stage.load() == 1 && count.waiting() == 1; }));
+    count.count_down(); // the re-armed count
+  });
+  auto body = [](magpie::counter *c, std::atomic<int> *st) -> task<int> {
+    auto const start = clock::now();
+    bool const first = co_await c->wait_for(3ms); // count 2 → 1: not yet
+    bool const early = clock::now() - start < 3ms;
+    bool second = false;
+    for (int k = 0; k < 1000 && !second; ++k) {
+      second = co_await c->wait_until(clock::now() + 20ms);
+    }
+    bool const third = co_await c->wait_for(0s); // zero: passes without time
+    c->add(1);                                   // re-armed: later waits wait again
+    bool const fourth = co_await c->wait_for(0s);
+    st->store(1);
+    bool fifth = false;
+    for (int k = 0; k < 1000 && !fifth; ++k) {
+      fifth = co_await c->wait_for(20ms);
+    }
+    co_return (first ? 0 : 1) + (early ? 0 : 2) + (second ? 4 : 0) + (third ? 8 : 0) +
+        (fourth ? 0 : 16) + (fifth ? 32 : 0);
+  };
+  EXPECT_EQ(m_sched.run(body, &count, &stage), 63);
+  EXPECT_EQ(count.value(), 0u);
+  EXPECT_EQ(pending_timers(), 0u);
+}
+
+TEST_P(event_timed_test, a_counter_timed_wait_inside_a_fork_join_scope_throws) {
+  magpie::counter count(1);
+  auto body = [](magpie::counter *c) -> task<bool> {
+    long r = 0;
+    co_await magpie::fork(&r, fib, 5);
+    bool threw = false;
+    try {
+      bool const b = co_await c->wait_for(1ms);
+      static_cast<void>(b);
+    } catch (std::logic_error const &) {
+      threw = true;
+    }
+    co_await magpie::join();
+    co_return threw &&r == serial_fib(5);
+  };
+  EXPECT_TRUE(m_sched.run(body, &count));
+  EXPECT_EQ(count.waiting(), 0u);
+}
+
+/// A child of a group that waits for `go`, then throws.
+task<void> throw_when(event *go, int tag) {
+  co_await go->wait();
+  throw std::runtime_error("child " + std::to_string(tag));
+}
+
+TEST_P(event_timed_test, a_group_wait_for_that_runs_out_keeps_the_exception_for_a_later_wait) {
+  if (m_sched.is_inline()) {
+    GTEST_SKIP() << "task_group g; needs a pool (the inline scheduler has none)";
+  }
+  auto body = []() -> task<int> {
+    magpie::task_group g; // the task's own pool
+    event go;
+    g.spawn(throw_when, &go, 1);
+    g.spawn(throw_when, &go, 2);
+    bool const first = co_await g.wait_for(2ms); // both children wait for `go`
+    std::size_t const left = g.unfinished();
+    go.set();
+    int caught = 0;
+    bool done = false;
+    for (int k = 0; k < 1000 && !done; ++k) {
+      try {
+        done = co_await g.wait_for(20ms);
+      } catch (std::runtime_error const &) {
+        ++caught;
+        done = true;
+      }
+    }
+    bool const again = co_await g.wait_for(0s); // the exception was taken: nothing rethrown
+    co_return (first ? 0 : 1) + (left == 2 ? 2 : 0) + (caught == 1 ? 4 : 0) + (again ? 8 : 0) +
+        (g.dropped_exceptions() == 1 ? 16 : 0);
+  };
+  EXPECT_EQ(m_sched.run(body), 31);
+  EXPECT_EQ(pending_timers(), 0u);
+}
+
+/// A child of a group that sleeps a while (a timer: it does not hold its worker), then throws if
+/// it is the chosen one.
+task<void> sleep_then_maybe_throw(int i, int thrower) {
+  co_await magpie::io::sleep_for(spread(i, 0, 800));
+  if (i == thrower) {
+    throw std::runtime_error("the one");
+  }
+}
+
+/// Waits on `g` with short deadlines until every child finished: counts the timeouts, checks
+/// that a pass is never early, and counts the exception if this wait is the one that rethrows it.
+task<long> wait_out_group(int i, magpie::task_group *g, std::atomic<int> *caught,
+                          std::atomic<int> *bad, std::atomic<int> *timeouts) {
+  for (int k = 0;; ++k) {
+    try {
+      bool const done = co_await g->wait_for(spread(i * 31 + k, 0, 200));
+      if (!done) {
+        timeouts->fetch_add(1);
+        continue;
+      }
+    } catch (std::runtime_error const &) {
+      caught->fetch_add(1);
+    }
+    if (g->unfinished() != 0) {
+      bad->fetch_add(1); // passed with children unfinished
+    }
+    co_return 1;
+  }
+}
+
+TEST_P(event_timed_test, of_many_timed_waiters_racing_the_last_child_exactly_one_rethrows) {
+  if (m_sched.is_inline()) {
+    GTEST_SKIP() << "a task_group needs a pool (the inline scheduler has none)";
+  }
+  int const children = scaled(24, 8);
+  int const waiters = scaled(8, 4);
+  std::atomic<int> timeouts{0};
+  for (int round = 0; round < scaled(20, 4); ++round) {
+    magpie::task_group g(*m_sched.pool());
+    std::atomic<int> caught{0};
+    std::atomic<int> bad{0};
+    for (int i = 0; i < children; ++i) {
+      g.spawn(sleep_then_maybe_throw, i + round * children, round * children + round % children);
+    }
+    {
+      side_thread t([&] { // a plain thread among the waiters
+        for (int k = 0;; ++k) {
+          try {
+            if (!g.wait_blocking_for(spread(round + k, 0, 300))) {
+              timeouts.fetch_add(1);
+              continue;
+            }
+          } catch (std::runtime_error const &) {
+            caught.fetch_add(1);
+          }
+          if (g.unfinished() != 0) {
+            bad.fetch_add(1);
+          }
+          return;
+        }
+      });
+      EXPECT_EQ(m_sched.run(fork_n<decltype(&wait_out_group), magpie::task_group *,
+                                   std::atomic<int> *, std::atomic<int> *, std::atomic<int> *>,
+                            waiters, &wait_out_group, &g, &caught, &bad, &timeouts),
+                waiters);
+    }
+    EXPECT_EQ(caught.load(), 1) << "round " << round;
+    EXPECT_EQ(bad.load(), 0) << "round " << round;
+  }
+  EXPECT_EQ(pending_timers(), 0u);
+  std::printf("[ info ] %d timed waits ran out before the last child\n", timeouts.load());
 }
 
 TEST_P(event_timed_test, a_timed_wait_inside_a_fork_join_scope_throws) {
@@ -368,6 +556,60 @@ TEST(timed_wait_thread, a_latch_wait_blocking_for_times_out_or_passes) {
   });
   EXPECT_TRUE(l.wait_blocking_until(clock::now() + 60s));
   EXPECT_TRUE(l.wait_blocking_for(0s));
+}
+
+TEST(timed_wait_thread, a_counter_wait_blocking_for_times_out_never_early_or_passes) {
+  watchdog dog(current_test_name());
+  magpie::counter c(1);
+  auto const start = clock::now();
+  EXPECT_FALSE(c.wait_blocking_for(5ms));
+  EXPECT_GE(clock::now() - start, 5ms);
+  EXPECT_FALSE(c.wait_blocking_for(0s));
+  EXPECT_FALSE(c.wait_blocking_until(std::chrono::system_clock::now() - 1s));
+  {
+    side_thread counter([&] {
+      std::this_thread::sleep_for(2ms);
+      c.count_down();
+    });
+    EXPECT_TRUE(c.wait_blocking_for(std::chrono::hours::max())); // saturates: no overflow
+  }
+  EXPECT_TRUE(c.wait_blocking_for(0s));
+  EXPECT_TRUE(c.wait_blocking_until(clock::now() - 1s)); // zero now: passes without waiting
+}
+
+TEST(timed_wait_thread, a_group_wait_blocking_for_runs_out_then_rethrows_the_first_exception) {
+  watchdog dog(current_test_name());
+  magpie::lazy_pool pool(2);
+  event go;
+  magpie::task_group g(pool);
+  g.spawn(throw_when, &go, 1);
+  EXPECT_FALSE(g.wait_blocking_for(2ms));
+  EXPECT_EQ(g.unfinished(), 1u);
+  go.set();
+  EXPECT_THROW((void)g.wait_blocking_until(clock::now() + 60s), std::runtime_error);
+  EXPECT_TRUE(g.wait_blocking_for(0s)); // taken: nothing rethrown again
+}
+
+TEST(timed_wait_thread, counter_and_group_blocking_waits_are_refused_inside_a_task) {
+  watchdog dog(current_test_name());
+  magpie::lazy_pool pool(1);
+  magpie::counter c(1);
+  magpie::task_group g(pool);
+  auto body = [](magpie::counter *cp, magpie::task_group *gp) -> task<int> {
+    int refused = 0;
+    try {
+      (void)cp->wait_blocking_for(1ms);
+    } catch (std::logic_error const &) {
+      refused += 1;
+    }
+    try {
+      (void)gp->wait_blocking_until(clock::now() + 1ms);
+    } catch (std::logic_error const &) {
+      refused += 2;
+    }
+    co_return refused;
+  };
+  EXPECT_EQ(magpie::sync_wait(pool, body, &c, &g), 3);
 }
 
 TEST(timed_wait_thread, auto_reset_sets_are_never_lost_to_thread_deadlines_nor_doubled) {

@@ -6,6 +6,8 @@
 //   for (int i = 0; i < n; ++i) magpie::spawn(pool, c, work, i);  // c.add(1) each; -1 when done
 //   co_await c.wait();        // in a task: suspends until the count is zero
 //   c.wait();                 // on a plain thread: blocks until then
+//   bool const zero = co_await c.wait_for(20ms);  // Linux: false if 20 ms passed first
+//   c.wait_blocking_for(20ms);                     // the same from a plain thread
 //
 // A counter collects no results and no exceptions: an exception escaping a task spawned against
 // it goes to the unobserved-exception handler (set_unobserved_exception_handler); use a
@@ -13,9 +15,10 @@
 // countdown latch that can be re-armed). Waiters are released whenever the count reaches zero;
 // a count_down below zero is a misuse, checked always. Destroying a counter fails the tasks
 // still waiting on it with magpie::abandoned_wait; a plain thread must not be waiting then.
-// Protocol: docs/protocols.md §9.3.
+// Protocol: docs/protocols.md §9.3 (timed waits: §9.8).
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -28,7 +31,9 @@
 #include "magpie/core/ext.hpp"
 #include "magpie/core/frame.hpp"
 #include "magpie/sched/pool.hpp"
+#include "magpie/sync/detail/blocking.hpp"
 #include "magpie/sync/detail/spawned.hpp"
+#include "magpie/sync/detail/timed.hpp" // wait_for / wait_until (Linux)
 #include "magpie/sync/detail/waiter.hpp"
 #include "magpie/sync/suspend.hpp"
 
@@ -110,13 +115,26 @@ public:
   counter &operator=(counter const &) = delete;
   /// Fails the tasks still waiting with magpie::abandoned_wait. Waits for a count_down that is
   /// releasing waiters to finish doing so. No plain thread may be waiting.
+  /// A timed wait whose deadline passed meanwhile may return false instead (whichever came
+  /// first); the destructor waits until the reactor is done with those.
   ~counter() {
     detail::waiter *all = nullptr;
+    bool expiring = false;
     {
       std::lock_guard lock(m_mutex); // a count_down at zero holds it: wait until it has left
-      all = m_waiters.take_all();
+      all = m_waiters.take_all();    // timed waiters: those this side claims
+#if defined(__linux__)
+      expiring = m_waiters.timed() != 0; // those whose deadline claimed them
+#endif
     }
-    detail::wake_all(all, std::make_exception_ptr(abandoned_wait()));
+    if (all != nullptr) {
+      detail::wake_all(all, std::make_exception_ptr(abandoned_wait()));
+    }
+#if defined(__linux__)
+    if (expiring) {
+      detail::wait_out_expiring(m_mutex, m_waiters); // their deadline's side touches us till then
+    }
+#endif
   }
 
   /// Adds `n` to the count. Any thread. Adding to a zero count re-arms it (later waiters wait).
@@ -150,8 +168,8 @@ public:
         return; // an add() came in between: not zero after all
       }
       ++m_zeros;
-      all = m_waiters.take_all();
-      m_cv.notify_all(); // under the lock: a blocked thread cannot miss it
+      all = m_waiters.take_all(); // timed waiters: those this side claims (timed.hpp)
+      m_cv.notify_all();          // under the lock: a blocked thread cannot miss it
     }
     detail::wake_all(all); // touches only the waiters (in their frames), not us
   }
@@ -178,6 +196,44 @@ public:
     return detail::zero_request<counter>(this);
   }
 
+#if defined(__linux__)
+  /// Inside a task: `co_await c.wait_until(t)` is `co_await c.wait()` giving up at `t` — true if
+  /// the count was zero in time, false if `t` came first (a deadline already reached: true only
+  /// if it is zero now, without suspending). Any clock's time point is converted to io::clock.
+  /// While it waits the task holds its pool. Throws magpie::abandoned_wait if the counter is
+  /// destroyed first, std::logic_error inside an unjoined fork–join scope, std::bad_alloc if the
+  /// reactor's timer heap cannot grow. With GCC 12.2 bind the result to a variable
+  /// (docs/guarantees.md, L3b). Plain threads: wait_blocking_until.
+  template <typename Clock, typename Duration>
+  detail::timed_wait_request<counter> wait_until(std::chrono::time_point<Clock, Duration> t) {
+    return detail::wait_until_request(*this, t);
+  }
+
+  /// `co_await c.wait_for(d)`: wait_until(now + d), reading the clock once; a zero or negative
+  /// `d` does not wait.
+  template <typename Rep, typename Period>
+  detail::timed_wait_request<counter> wait_for(std::chrono::duration<Rep, Period> d) {
+    return detail::wait_for_request(*this, d);
+  }
+
+  /// For plain threads: as wait() on a plain thread, giving up at `t` — true if the count was
+  /// zero in time, false if `t` came first (a deadline already reached: true only if it is zero
+  /// now). Throws std::logic_error on a thread that runs a magpie task (it would block the
+  /// worker: co_await wait_until there). The thread keeps its own time (no reactor).
+  template <typename Clock, typename Duration>
+  bool wait_blocking_until(std::chrono::time_point<Clock, Duration> t) {
+    detail::refuse_on_worker(timed_blocking_on_worker);
+    return block_until(detail::deadline_until(t));
+  }
+
+  /// wait_blocking_until(now + d); a zero or negative `d` does not wait.
+  template <typename Rep, typename Period>
+  bool wait_blocking_for(std::chrono::duration<Rep, Period> d) {
+    detail::refuse_on_worker(timed_blocking_on_worker);
+    return block_until(detail::deadline_for(d));
+  }
+#endif
+
 private:
   template <typename>
   friend struct detail::zero_awaitable;
@@ -191,6 +247,52 @@ private:
     m_cv.wait(lock,
               [&] { return m_zeros != zeros || m_count.load(std::memory_order_relaxed) == 0; });
   }
+
+#if defined(__linux__)
+  friend struct detail::timed_access;
+
+  static constexpr char const *timed_blocking_on_worker =
+      "magpie::counter / task_group::wait_blocking_for/_until inside a task would block its "
+      "worker: co_await x.wait_for(d) instead";
+
+  /// block() until the deadline `dl`: true if the count was zero (or reached it) in time.
+  bool block_until(detail::timed_deadline dl) {
+    std::unique_lock lock(m_mutex);
+    std::uint64_t const zeros = m_zeros;
+    auto const zero = [&] {
+      return m_zeros != zeros || m_count.load(std::memory_order_relaxed) == 0;
+    };
+    if (zero() || detail::deadline_reached(dl.m_at, dl.m_when)) {
+      return zero();
+    }
+    // io::clock is the steady clock; the deadline is its time since the epoch in nanoseconds.
+    auto const deadline = io::clock::time_point(
+        std::chrono::duration_cast<io::clock::duration>(std::chrono::nanoseconds(dl.m_at)));
+    return m_cv.wait_until(lock, deadline, zero);
+  }
+
+  // Timed waits of tasks (detail/timed.hpp).
+  bool try_pass() const noexcept { return is_zero(); }
+
+  /// Passes now (the count is zero), or queues `w` and arms its deadline, under the mutex (as
+  /// enqueue_unless_zero).
+  detail::timed_outcome pass_or_enqueue_timed(detail::waiter &w,
+                                              io::detail::timeout_node *arm) noexcept {
+    std::lock_guard lock(m_mutex);
+    if (m_count.load(std::memory_order_acquire) == 0) { // acquire: as in value()
+      return detail::timed_outcome::passed;
+    }
+    return m_waiters.push_timed(w, arm) ? detail::timed_outcome::queued // the point of no return
+                                        : detail::timed_outcome::out_of_memory;
+  }
+
+  /// The deadline's side, after it claimed `w`: takes it out of the queue. Its last touch of
+  /// the counter (the destructor waits for it).
+  void take_out_expired(detail::waiter &w) noexcept {
+    std::lock_guard lock(m_mutex);
+    m_waiters.remove_expired(w);
+  }
+#endif
 
   counter &zero_count() noexcept { return *this; }
   bool is_zero() const noexcept { return value() == 0; }
@@ -209,8 +311,12 @@ private:
   std::atomic<std::size_t> m_count;
   std::mutex m_mutex;
   std::condition_variable m_cv;
-  detail::waiter_queue m_waiters; // guarded by m_mutex
-  std::uint64_t m_zeros = 0;      // times the count reached zero (guarded by m_mutex)
+#if defined(__linux__)
+  detail::timed_queue m_waiters; // guarded by m_mutex; tasks only (threads wait on m_cv)
+#else
+  detail::waiter_queue m_waiters; // guarded by m_mutex; tasks only (threads wait on m_cv)
+#endif
+  std::uint64_t m_zeros = 0; // times the count reached zero (guarded by m_mutex)
 };
 
 namespace detail {

@@ -6,12 +6,15 @@
 //                                           // children included (they may spawn into g too)
 //   co_await g.wait();                      // in a task: suspends until every child finished
 //   g.wait();                               // on a plain thread: blocks until then
+//   bool const done = co_await g.wait_for(20ms);  // Linux: false if 20 ms passed first
+//   g.wait_blocking_for(20ms);                     // the same from a plain thread
 //
 // Children are spawned as by magpie::spawn (fn and args decay-copied, std::ref for references;
 // root tasks of the group's pool at the group's priority or the one given), their values are
 // discarded. Exceptions: the first one a child throws is kept and rethrown by the next wait()
 // (which clears it); each later one is counted (dropped_exceptions()) and destroyed. A group may
-// be reused after a wait.
+// be reused after a wait. A timed wait that runs out of time returns false and rethrows nothing:
+// the children go on, and the exception stays for a later wait.
 //
 // Destruction with unfinished children: on a plain thread the destructor waits for them
 // (blocking, as std::jthread joins). Inside a task that would block a worker — and on a
@@ -22,6 +25,7 @@
 // Protocol: docs/protocols.md §9.3.
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <exception>
 #include <mutex>
@@ -34,8 +38,34 @@
 #include "magpie/sched/pool.hpp"
 #include "magpie/sync/counter.hpp"
 #include "magpie/sync/detail/spawned.hpp"
+#include "magpie/sync/detail/timed.hpp" // wait_for / wait_until (Linux)
 
 namespace magpie::sync {
+
+#if defined(__linux__)
+namespace detail {
+/// `co_await g.wait_until(t)`: the counter's timed wait, then (if it passed) the group's
+/// after_wait, which rethrows the first exception.
+struct group_timed_awaitable : timed_wait_awaitable<counter> {
+  task_group *m_group;
+  group_timed_awaitable(core::frame_base &frame, task_group &g, timed_deadline dl) noexcept;
+  bool await_resume();
+};
+
+/// What task_group::wait_for / wait_until return; co_await it in a magpie task.
+struct [[nodiscard("co_await it")]] group_timed_request {
+  /// Marks the request as awaitable inside a magpie task.
+  using magpie_awaitable = void;
+  task_group *m_group;
+  timed_deadline m_deadline;
+  /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
+  group_timed_awaitable magpie_bind(core::frame_base &self) && {
+    io::detail::wait_home(self, "magpie: a timed wait");      // checks; starts the reactor
+    return group_timed_awaitable(self, *m_group, m_deadline); // in place
+  }
+};
+} // namespace detail
+#endif
 
 /// A set of spawned tasks waited for together. Thread-safe: spawn, wait and the accessors may be
 /// called from any thread or task at once. Not copyable or movable (children refer to it).
@@ -99,6 +129,40 @@ public:
     return detail::zero_request<task_group>(this);
   }
 
+#if defined(__linux__)
+  /// Inside a task: `co_await g.wait_until(t)` is `co_await g.wait()` giving up at `t` — true if
+  /// every child finished in time (then the first exception, if any, is rethrown as by wait()),
+  /// false if `t` came first (nothing rethrown: the children go on, the exception is kept for a
+  /// later wait). A deadline already reached returns at once (true only if none is unfinished).
+  /// Throws as counter::wait_until also. With GCC 12.2 bind the result to a variable
+  /// (docs/guarantees.md, L3b). Plain threads: wait_blocking_until.
+  template <typename Clock, typename Duration>
+  detail::group_timed_request wait_until(std::chrono::time_point<Clock, Duration> t) {
+    return {this, detail::deadline_until(t)};
+  }
+
+  /// `co_await g.wait_for(d)`: wait_until(now + d), reading the clock once; a zero or negative
+  /// `d` does not wait.
+  template <typename Rep, typename Period>
+  detail::group_timed_request wait_for(std::chrono::duration<Rep, Period> d) {
+    return {this, detail::deadline_for(d)};
+  }
+
+  /// For plain threads: as wait() on a plain thread, giving up at `t` — true (after rethrowing
+  /// the first exception, if any) if every child finished in time, false if `t` came first.
+  /// Throws std::logic_error on a thread that runs a magpie task (co_await wait_until there).
+  template <typename Clock, typename Duration>
+  bool wait_blocking_until(std::chrono::time_point<Clock, Duration> t) {
+    return blocking_wait_until(detail::deadline_until(t));
+  }
+
+  /// wait_blocking_until(now + d); a zero or negative `d` does not wait.
+  template <typename Rep, typename Period>
+  bool wait_blocking_for(std::chrono::duration<Rep, Period> d) {
+    return blocking_wait_until(detail::deadline_for(d));
+  }
+#endif
+
   /// Children spawned and not yet finished (a snapshot).
   std::size_t unfinished() const noexcept { return m_count.value(); }
 
@@ -123,6 +187,18 @@ private:
   template <typename>
   friend struct detail::zero_awaitable;
   friend struct detail::counted_state;
+#if defined(__linux__)
+  friend struct detail::group_timed_awaitable;
+
+  bool blocking_wait_until(detail::timed_deadline dl) {
+    detail::refuse_on_worker(counter::timed_blocking_on_worker);
+    if (!m_count.block_until(dl)) {
+      return false;
+    }
+    after_wait();
+    return true;
+  }
+#endif
 
   static sched::pool *current_pool() {
     sched::pool *p = sched::pool::current();
@@ -166,6 +242,20 @@ private:
 };
 
 namespace detail {
+#if defined(__linux__)
+inline group_timed_awaitable::group_timed_awaitable(core::frame_base &frame, task_group &g,
+                                                    timed_deadline dl) noexcept
+    : timed_wait_awaitable<counter>(frame, g.m_count, dl.m_at, dl.m_when), m_group(&g) {}
+
+inline bool group_timed_awaitable::await_resume() {
+  bool const passed = timed_wait_awaitable<counter>::await_resume();
+  if (passed) {
+    m_group->after_wait();
+  }
+  return passed;
+}
+#endif
+
 inline void counted_state::finished() noexcept {
   if (has_exception()) {
     if (m_group != nullptr) {

@@ -15,14 +15,28 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <stdexcept>
 #include <utility>
 
+#include "magpie/core/context.hpp"
 #include "magpie/core/detail/thread_wait.hpp"
 #include "magpie/sync/detail/lock_word.hpp"
 #include "magpie/sync/detail/waiter.hpp"
 #include "magpie/sync/suspend.hpp"
 
 namespace magpie::sync::detail {
+
+/// True if the calling thread runs a magpie task (a worker, or a sync_wait thread inside its
+/// task). Blocking forms (lock_blocking …) refuse to run there: they would block the worker.
+inline bool on_worker_thread() noexcept { return core::this_context() != nullptr; }
+
+/// For a blocking form: throws std::logic_error(`what`, naming the task form to use instead) on
+/// a thread that runs a magpie task.
+inline void refuse_on_worker(char const *what) {
+  if (on_worker_thread()) {
+    throw std::logic_error(what);
+  }
+}
 
 /// A plain thread waiting in a primitive's queue. Lives on the waiting thread's stack.
 struct blocking_waiter : waiter {

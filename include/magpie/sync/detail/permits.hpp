@@ -44,18 +44,6 @@
 
 namespace magpie::sync::detail {
 
-/// True if the calling thread runs a magpie task (a worker, or a sync_wait thread inside its
-/// task). Blocking forms (lock_blocking …) refuse to run there: they would block the worker.
-inline bool on_worker_thread() noexcept { return core::this_context() != nullptr; }
-
-/// For a blocking form: throws std::logic_error(`what`, naming the task form to use instead) on
-/// a thread that runs a magpie task.
-inline void refuse_on_worker(char const *what) {
-  if (on_worker_thread()) {
-    throw std::logic_error(what);
-  }
-}
-
 class permits : public heir_queue {
 public:
   static constexpr word_t one = 4;

@@ -172,9 +172,11 @@ private:
 };
 
 /// For a primitive's destructor, after it has taken (and failed) every waiter it could claim
-/// and released `lock`: waits until the deadlines' sides have taken out the rest (they touch the
-/// primitive until then; none of them blocks, so the wait is short).
-inline void wait_out_expiring(lock_word &lock, timed_queue &q) noexcept {
+/// and released `lock` (its lock_word, or a std::mutex): waits until the deadlines' sides have
+/// taken out the rest (they touch the primitive until then; none of them blocks, so the wait is
+/// short).
+template <typename Lock>
+void wait_out_expiring(Lock &lock, timed_queue &q) noexcept {
   for (unsigned spins = 0;;) {
     lock.lock();
     bool const left = q.timed() != 0;
