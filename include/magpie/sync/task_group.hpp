@@ -134,7 +134,7 @@ public:
   /// every child finished in time (then the first exception, if any, is rethrown as by wait()),
   /// false if `t` came first (nothing rethrown: the children go on, the exception is kept for a
   /// later wait). A deadline already reached returns at once (true only if none is unfinished).
-  /// Throws as counter::wait_until also. With GCC 12.2 bind the result to a variable
+  /// Also throws what counter::wait_until throws. With GCC 12.2 bind the result to a variable
   /// (docs/guarantees.md, L3b). Plain threads: wait_blocking_until.
   template <typename Clock, typename Duration>
   detail::group_timed_request wait_until(std::chrono::time_point<Clock, Duration> t) {
