@@ -297,22 +297,26 @@ TEST_P(event_timed_test, a_counter_wait_for_times_out_then_passes_at_zero_and_ag
   EXPECT_EQ(pending_timers(), 0u);
 }
 
+/// A timed wait on `p` inside an unjoined fork–join scope: true if it threw std::logic_error
+/// (nothing queued) and the scope's child still joined with its result.
+template <typename P>
+task<bool> timed_wait_in_a_scope(P *p) {
+  long r = 0;
+  co_await magpie::fork(&r, fib, 5);
+  bool threw = false;
+  try {
+    bool const b = co_await p->wait_for(1ms);
+    static_cast<void>(b);
+  } catch (std::logic_error const &) {
+    threw = true;
+  }
+  co_await magpie::join();
+  co_return threw &&r == serial_fib(5);
+}
+
 TEST_P(event_timed_test, a_counter_timed_wait_inside_a_fork_join_scope_throws) {
   magpie::counter count(1);
-  auto body = [](magpie::counter *c) -> task<bool> {
-    long r = 0;
-    co_await magpie::fork(&r, fib, 5);
-    bool threw = false;
-    try {
-      bool const b = co_await c->wait_for(1ms);
-      static_cast<void>(b);
-    } catch (std::logic_error const &) {
-      threw = true;
-    }
-    co_await magpie::join();
-    co_return threw &&r == serial_fib(5);
-  };
-  EXPECT_TRUE(m_sched.run(body, &count));
+  EXPECT_TRUE(m_sched.run(&timed_wait_in_a_scope<magpie::counter>, &count));
   EXPECT_EQ(count.waiting(), 0u);
 }
 
@@ -427,20 +431,7 @@ TEST_P(event_timed_test, of_many_timed_waiters_racing_the_last_child_exactly_one
 
 TEST_P(event_timed_test, a_timed_wait_inside_a_fork_join_scope_throws) {
   event ev;
-  auto body = [](event *e) -> task<bool> {
-    long r = 0;
-    co_await magpie::fork(&r, fib, 5);
-    bool threw = false;
-    try {
-      bool const b = co_await e->wait_for(1ms);
-      static_cast<void>(b);
-    } catch (std::logic_error const &) {
-      threw = true;
-    }
-    co_await magpie::join();
-    co_return threw &&r == serial_fib(5);
-  };
-  EXPECT_TRUE(m_sched.run(body, &ev));
+  EXPECT_TRUE(m_sched.run(&timed_wait_in_a_scope<event>, &ev));
   EXPECT_EQ(ev.waiting(), 0u);
 }
 
