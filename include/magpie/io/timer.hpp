@@ -52,6 +52,12 @@ inline nanos to_nanos(clock::time_point t) noexcept {
 
 inline nanos now_nanos() noexcept { return to_nanos(clock::now()); }
 
+/// The inverse of to_nanos: a deadline's time point (for a plain thread's own timed sleep).
+inline clock::time_point from_nanos(nanos n) noexcept {
+  return clock::time_point(
+      std::chrono::duration_cast<clock::duration>(std::chrono::nanoseconds(n)));
+}
+
 /// Checks that the task may wait and returns the executor it parks on.
 inline core::executor &wait_home(core::frame_base &self, char const *what) {
   if (core::ext::in_fork_join_scope(self)) {

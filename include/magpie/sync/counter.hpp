@@ -119,7 +119,9 @@ public:
   /// first); the destructor waits until the reactor is done with those.
   ~counter() {
     detail::waiter *all = nullptr;
+#if defined(__linux__)
     bool expiring = false;
+#endif
     {
       std::lock_guard lock(m_mutex); // a count_down at zero holds it: wait until it has left
       all = m_waiters.take_all();    // timed waiters: those this side claims
@@ -222,14 +224,12 @@ public:
   /// worker: co_await wait_until there). The thread keeps its own time (no reactor).
   template <typename Clock, typename Duration>
   bool wait_blocking_until(std::chrono::time_point<Clock, Duration> t) {
-    detail::refuse_on_worker(timed_blocking_on_worker);
     return block_until(detail::deadline_until(t));
   }
 
   /// wait_blocking_until(now + d); a zero or negative `d` does not wait.
   template <typename Rep, typename Period>
   bool wait_blocking_for(std::chrono::duration<Rep, Period> d) {
-    detail::refuse_on_worker(timed_blocking_on_worker);
     return block_until(detail::deadline_for(d));
   }
 #endif
@@ -242,10 +242,14 @@ private:
   void block() {
     std::unique_lock lock(m_mutex);
     std::uint64_t const zeros = m_zeros;
-    // The count reaches zero only under this mutex, so a zero that comes and goes while we
-    // sleep still bumps m_zeros.
-    m_cv.wait(lock,
-              [&] { return m_zeros != zeros || m_count.load(std::memory_order_relaxed) == 0; });
+    m_cv.wait(lock, [&] { return zero_since(zeros); });
+  }
+
+  /// Under m_mutex: whether the count is zero, or reached zero since m_zeros was `zeros`. The
+  /// count reaches zero only under this mutex, so a zero that comes and goes while a thread
+  /// sleeps still bumps m_zeros.
+  bool zero_since(std::uint64_t zeros) const noexcept {
+    return m_zeros != zeros || m_count.load(std::memory_order_relaxed) == 0;
   }
 
 #if defined(__linux__)
@@ -255,20 +259,17 @@ private:
       "magpie::counter / task_group::wait_blocking_for/_until inside a task would block its "
       "worker: co_await x.wait_for(d) instead";
 
-  /// block() until the deadline `dl`: true if the count was zero (or reached it) in time.
+  /// The plain-thread timed waits (the counter's and the group's): block() until the deadline
+  /// `dl`, true if the count was zero (or reached it) in time. Refused on a worker.
   bool block_until(detail::timed_deadline dl) {
+    detail::refuse_on_worker(timed_blocking_on_worker);
     std::unique_lock lock(m_mutex);
     std::uint64_t const zeros = m_zeros;
-    auto const zero = [&] {
-      return m_zeros != zeros || m_count.load(std::memory_order_relaxed) == 0;
-    };
-    if (zero() || detail::deadline_reached(dl.m_at, dl.m_when)) {
-      return zero();
+    if (zero_since(zeros) || detail::deadline_reached(dl.m_at, dl.m_when)) {
+      return zero_since(zeros);
     }
-    // io::clock is the steady clock; the deadline is its time since the epoch in nanoseconds.
-    auto const deadline = io::clock::time_point(
-        std::chrono::duration_cast<io::clock::duration>(std::chrono::nanoseconds(dl.m_at)));
-    return m_cv.wait_until(lock, deadline, zero);
+    return m_cv.wait_until(lock, io::detail::from_nanos(dl.m_at),
+                           [&] { return zero_since(zeros); });
   }
 
   // Timed waits of tasks (detail/timed.hpp).

