@@ -44,6 +44,8 @@ using sched::victim_policy;
 
 using algo::all_of;
 using algo::any_of;
+using algo::commutative;
+using algo::commutative_op;
 using algo::exclusive_scan;
 using algo::find_if;
 using algo::for_each;

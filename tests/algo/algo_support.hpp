@@ -23,7 +23,7 @@ decltype(auto) with_scheduler(any_scheduler &s, F &&f) {
 
 /// Fixture of the algorithm tests: `on(f)` calls f with the test's scheduler.
 class algo_test : public scheduler_test {
-protected:
+public:
   template <typename F>
   decltype(auto) on(F &&f) {
     return with_scheduler(m_sched, std::forward<F>(f));

@@ -4,9 +4,12 @@
 //   double s = magpie::reduce(pool, v.begin(), v.end());                 // 0.0 + Σ v
 //   long   n = magpie::transform_reduce(pool, v, 0L, std::plus<>{}, f);  // Σ f(x)
 //
-// `op` must be associative and commutative, as for std::reduce. The grouping is fixed by n and the
-// grain alone (detail/blocks.hpp): the result — floating point included — is the same on every
-// run, whatever the number of workers or the stealing. Cost: ≤ 2048 partial results on the task's
+// `op` must be associative. Unlike std::reduce's, it need not be commutative: the operands are
+// regrouped but combined in their order (operation.hpp), so a matrix product or a string
+// concatenation reduces to x₀ ⊕ … ⊕ xₙ₋₁; magpie::commutative(op) lets a block be folded out of
+// order, as std::plus on arithmetic types is. The grouping is fixed by n and the grain alone
+// (detail/blocks.hpp): the result — floating point included — is the same on every run, whatever
+// the number of workers or the stealing. Cost: ≤ 2048 partial results on the task's
 // stack, one serial pass over them at the end.
 
 #include <cstddef>

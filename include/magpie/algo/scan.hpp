@@ -8,10 +8,11 @@
 // block when every block before it is scanned (always on one worker, and along the first
 // worker's run of blocks on more) scans it at once, reducing it in the same read; the other
 // blocks are only reduced. A serial step turns their sums into block offsets, and a second pass
-// scans them from their offsets. `op` must be associative (as for std::inclusive_scan); the
-// grouping is fixed by n and the grain, so the result is the same on every run and worker count,
-// whichever pass scanned a block. The output may be the input (in place). Cost: from 1 to 2 reads
-// from memory and 1 write per element; ≤ 2048 partials on the task's stack.
+// scans them from their offsets. `op` must be associative (as for std::inclusive_scan), and need
+// not be commutative: operands are combined in their order (operation.hpp). The grouping is fixed
+// by n and the grain, so the result is the same on every run and worker count, whichever pass
+// scanned a block. The output may be the input (in place). Cost: from 1 to 2 reads from memory and
+// 1 write per element; ≤ 2048 partials on the task's stack.
 
 #include <atomic>
 #include <cstddef>
@@ -73,47 +74,61 @@ void scan_block(I in, O out, std::size_t len, std::optional<T> carry, Op &op) {
 /// each element is read once, before its output is written (the output may be the input).
 template <bool Inclusive, typename T, typename I, typename O, typename Op>
 T scan_and_reduce_block(I in, O out, std::size_t len, std::optional<T> carry, Op &op) {
-  if (len < 8) {
-    T sum = at(in, 0);
-    T acc = scan_first<Inclusive>(std::move(carry), sum, out, op);
-    for (std::size_t i = 1; i < len; ++i) {
+  T x0 = at(in, 0);
+  T acc = scan_first<Inclusive>(std::move(carry), x0, out, op);
+  // Scans [lo, hi) after `sum` (which holds element lo − 1's contribution), folding them into it.
+  auto fold = [&](T sum, std::size_t lo, std::size_t hi) {
+    for (std::size_t i = lo; i < hi; ++i) {
       T x = at(in, i);
       sum = std::invoke(op, std::move(sum), x);
       scan_step<Inclusive>(acc, std::move(x), out, i, op);
     }
     return sum;
+  };
+  if (len < min_runs_len) {
+    return fold(std::move(x0), 1, len);
   }
-  T a0 = at(in, 0);
-  T a1 = at(in, 1);
-  T a2 = at(in, 2);
-  T a3 = at(in, 3);
-  T acc = scan_first<Inclusive>(std::move(carry), a0, out, op);
-  scan_step<Inclusive>(acc, a1, out, 1, op);
-  scan_step<Inclusive>(acc, a2, out, 2, op);
-  scan_step<Inclusive>(acc, a3, out, 3, op);
-  std::size_t i = 4;
-  for (; i + 4 <= len; i += 4) {
-    T x0 = at(in, i);
-    T x1 = at(in, i + 1);
-    T x2 = at(in, i + 2);
-    T x3 = at(in, i + 3);
-    a0 = std::invoke(op, std::move(a0), x0);
-    a1 = std::invoke(op, std::move(a1), x1);
-    a2 = std::invoke(op, std::move(a2), x2);
-    a3 = std::invoke(op, std::move(a3), x3);
-    scan_step<Inclusive>(acc, std::move(x0), out, i, op);
-    scan_step<Inclusive>(acc, std::move(x1), out, i + 1, op);
-    scan_step<Inclusive>(acc, std::move(x2), out, i + 2, op);
-    scan_step<Inclusive>(acc, std::move(x3), out, i + 3, op);
+  if constexpr (reorderable<Op, T>) { // four interleaved accumulators
+    T a1 = at(in, 1);
+    T a2 = at(in, 2);
+    T a3 = at(in, 3);
+    T a0 = std::move(x0);
+    scan_step<Inclusive>(acc, a1, out, 1, op);
+    scan_step<Inclusive>(acc, a2, out, 2, op);
+    scan_step<Inclusive>(acc, a3, out, 3, op);
+    std::size_t i = 4;
+    for (; i + 4 <= len; i += 4) {
+      T y0 = at(in, i);
+      T y1 = at(in, i + 1);
+      T y2 = at(in, i + 2);
+      T y3 = at(in, i + 3);
+      a0 = std::invoke(op, std::move(a0), y0);
+      a1 = std::invoke(op, std::move(a1), y1);
+      a2 = std::invoke(op, std::move(a2), y2);
+      a3 = std::invoke(op, std::move(a3), y3);
+      scan_step<Inclusive>(acc, std::move(y0), out, i, op);
+      scan_step<Inclusive>(acc, std::move(y1), out, i + 1, op);
+      scan_step<Inclusive>(acc, std::move(y2), out, i + 2, op);
+      scan_step<Inclusive>(acc, std::move(y3), out, i + 3, op);
+    }
+    T sum = std::invoke(op, std::invoke(op, std::move(a0), std::move(a1)),
+                        std::invoke(op, std::move(a2), std::move(a3)));
+    return fold(std::move(sum), i, len);
+  } else { // four runs of consecutive elements, in order
+    std::size_t const q = len / 4;
+    auto run = [&](std::size_t lo, std::size_t hi) {
+      T x = at(in, lo);
+      T first = x;
+      scan_step<Inclusive>(acc, std::move(x), out, lo, op);
+      return fold(std::move(first), lo + 1, hi);
+    };
+    T a0 = fold(std::move(x0), 1, q);
+    T a1 = run(q, 2 * q);
+    T s01 = std::invoke(op, std::move(a0), std::move(a1));
+    T a2 = run(2 * q, 3 * q);
+    T a3 = run(3 * q, len);
+    return std::invoke(op, std::move(s01), std::invoke(op, std::move(a2), std::move(a3)));
   }
-  T sum = std::invoke(op, std::invoke(op, std::move(a0), std::move(a1)),
-                      std::invoke(op, std::move(a2), std::move(a3)));
-  for (; i < len; ++i) {
-    T x = at(in, i);
-    sum = std::invoke(op, std::move(sum), x);
-    scan_step<Inclusive>(acc, std::move(x), out, i, op);
-  }
-  return sum;
 }
 
 template <bool Inclusive, typename I, typename O, typename T, typename Op>

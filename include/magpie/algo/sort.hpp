@@ -6,15 +6,19 @@
 //   magpie::stable_sort(pool, v, std::greater<>{});
 //
 // sort: a quicksort whose partitions are serial and whose two sides run as parallel tasks; a
-// side shorter than the base size (2,048 elements, or the grain) is sorted by std::sort; a
-// recursion deeper than 2·log₂ n falls back to std::sort (an introsort: O(n log n) worst case).
-// Keys equal to the pivot are gathered once, so many equal keys cost no more than distinct ones.
-// stable_sort: sorts halves in parallel, then merges them with a parallel merge (split at the
-// longer run's middle, binary search in the other) through a buffer of n value_type elements
-// (value_type must be default-constructible and move-assignable). Work O(n log n); span
-// O(log³ n) for stable_sort, O(n) for sort (the first partition). An exception from the
-// comparator (or a move) is rethrown after every running task has finished; the range's order is
-// then unspecified, as it is after a stop request.
+// side shorter than the base size (2,048 elements, or the grain) is sorted serially (the same
+// quicksort, insertion sort below 24 elements); a recursion deeper than 2·log₂ n falls back to
+// heap sort (an introsort: O(n log n) worst case). Keys equal to the pivot are gathered once, so
+// many equal keys cost no more than distinct ones. stable_sort: sorts halves in parallel, then
+// merges them with a parallel merge (split at the longer run's middle, binary search in the
+// other) through a buffer of n value_type elements (value_type must be default-constructible and
+// move-assignable). Work O(n log n); span O(log³ n) for stable_sort, O(n) for sort (the first
+// partition). Move-only value types are sorted by moves and swaps alone.
+//
+// Exceptions and stops never lose an element: after an exception from the comparator or from a
+// move, rethrown once every running task has finished, or after a stop request, the range holds
+// a permutation of its original elements, in an unspecified order (detail/serial_sort.hpp says
+// how; a move that throws must leave its operands as they were, and not throw again at once).
 
 #include <algorithm>
 #include <bit>
@@ -27,6 +31,7 @@
 #include <utility>
 
 #include "magpie/algo/detail/loop.hpp"
+#include "magpie/algo/detail/serial_sort.hpp"
 #include "magpie/algo/options.hpp"
 #include "magpie/sched/sync_wait.hpp"
 
@@ -36,15 +41,6 @@ namespace detail {
 
 inline constexpr std::size_t sort_base = 2048;
 
-/// Moves the median of first[a], first[b], first[c] (by index) to first[0].
-template <typename I, typename Comp>
-void median_to_front(I first, std::size_t a, std::size_t b, std::size_t c, Comp &comp) {
-  auto less = [&](std::size_t x, std::size_t y) { return comp(at(first, x), at(first, y)); };
-  std::size_t m = less(a, b) ? (less(b, c) ? b : (less(a, c) ? c : a))
-                             : (less(a, c) ? a : (less(b, c) ? c : b));
-  std::iter_swap(first, nth(first, m));
-}
-
 template <typename I, typename Comp>
 core::task<void> quicksort(loop_control *ctl, I first, std::size_t n, Comp *comp, std::size_t base,
                            int depth) {
@@ -52,25 +48,20 @@ core::task<void> quicksort(loop_control *ctl, I first, std::size_t n, Comp *comp
     std::size_t mid = 0;
     try {
       if (depth-- <= 0) {
-        std::sort(first, nth(first, n), *comp); // introsort: bounded worst case
+        serial_sort(first, n, *comp, 0); // heap sort: bounded worst case
         n = 0;
         break;
       }
       std::size_t const q = n / 4;
       median_to_front(first, q, n / 2, n - 1 - q, *comp);
-      auto &pivot = *first; // stays put while [1, n) is partitioned
-      I const split = std::partition(nth(first, 1), nth(first, n),
-                                     [&](auto const &x) { return (*comp)(x, pivot); });
-      mid = static_cast<std::size_t>(split - first) - 1; // elements below the pivot
-      std::iter_swap(first, nth(first, mid));
-      if (mid == 0) { // nothing below the pivot: skip every key equal to it
-        I const equal_end = std::partition(nth(first, 1), nth(first, n),
-                                           [&](auto const &x) { return !(*comp)(*first, x); });
-        std::size_t const skip = static_cast<std::size_t>(equal_end - first);
+      mid = partition_below(first, n, *comp); // the pivot stays at first[0] meanwhile
+      if (mid == 0) {                         // nothing below the pivot: skip every key equal to it
+        std::size_t const skip = gather_equal(first, n, *comp);
         first = nth(first, skip);
         n -= skip;
         continue;
       }
+      swap_keeping(first, nth(first, mid));
     } catch (...) {
       ctl->fail(std::current_exception());
       break;
@@ -83,7 +74,7 @@ core::task<void> quicksort(loop_control *ctl, I first, std::size_t n, Comp *comp
   }
   if (n > 1 && n <= base && !ctl->stopped()) {
     try {
-      std::sort(first, nth(first, n), *comp);
+      serial_sort(first, n, *comp, depth);
     } catch (...) {
       ctl->fail(std::current_exception());
     }
@@ -95,17 +86,20 @@ template <typename I, typename Comp>
 core::task<void> sort_impl(I first, std::size_t n, Comp comp, loop_options opt) {
   loop_control ctl(opt.grain, std::move(opt.stop), co_await core::enclosing_scope());
   std::size_t const base = opt.grain != 0 ? opt.grain : sort_base;
-  int const depth = 2 * static_cast<int>(std::bit_width(n));
-  co_await core::call(quicksort<I, Comp>, &ctl, first, n, &comp, base, depth);
+  co_await core::call(quicksort<I, Comp>, &ctl, first, n, &comp, base, sort_depth(n));
   co_await core::join();
   ctl.rethrow_if_failed();
 }
 
-/// Merges sorted [a, a + na) and [b, b + nb) into out (moving), stably (a's before b's on ties).
+/// Merges sorted [a, a + na) and [b, b + nb) into out (moving), stably (a's before b's on ties),
+/// splitting at the longer side's middle. Every element reaches out: after an exception or a
+/// stop the pieces not yet merged are moved there unmerged (merge_moving).
 template <typename A, typename B, typename O, typename Comp>
 core::task<void> merge(loop_control *ctl, A a, std::size_t na, B b, std::size_t nb, O out,
                        Comp *comp, std::size_t base) {
-  while (na + nb > base && na != 0 && nb != 0 && !ctl->stopped()) {
+  // Past 2 elements the longer side has 2 or more, so both pieces of a split are shorter than
+  // the whole (with base 1, two single elements would split into nothing and themselves forever).
+  while (na + nb > std::max<std::size_t>(base, 2) && na != 0 && nb != 0 && !ctl->stopped()) {
     std::size_t ma = 0;
     std::size_t mb = 0;
     try {
@@ -129,33 +123,17 @@ core::task<void> merge(loop_control *ctl, A a, std::size_t na, B b, std::size_t 
     na -= ma;
     nb -= mb;
   }
-  if (!ctl->stopped()) {
-    try {
-      std::merge(std::make_move_iterator(a), std::make_move_iterator(nth(a, na)),
-                 std::make_move_iterator(b), std::make_move_iterator(nth(b, nb)), out, *comp);
-    } catch (...) {
-      ctl->fail(std::current_exception());
-    }
-  }
+  merge_moving(a, na, b, nb, out, *comp, *ctl); // after a stop: moves only
   co_await core::join();
 }
 
-/// Sorts [first, first + n) stably; the result lands in `first` (ToBuffer = false) or in `buf`.
+/// Sorts [first, first + n) stably; every element lands in `first` (ToBuffer = false) or in
+/// `buf` — sorted, or after an exception or a stop in some order (never lost).
 template <bool ToBuffer, typename I, typename T, typename Comp>
 core::task<void> merge_sort(loop_control *ctl, I first, T *buf, std::size_t n, Comp *comp,
                             std::size_t base) {
-  if (ctl->stopped()) {
-    co_return;
-  }
-  if (n <= base) {
-    try {
-      std::stable_sort(first, nth(first, n), *comp);
-      if constexpr (ToBuffer) {
-        std::move(first, nth(first, n), buf);
-      }
-    } catch (...) {
-      ctl->fail(std::current_exception());
-    }
+  if (n <= base || ctl->stopped()) {
+    serial_merge_sort<ToBuffer>(first, buf, n, *comp, *ctl); // after a stop: moves only
     co_return;
   }
   std::size_t const h = n / 2;

@@ -1,13 +1,15 @@
 #pragma once
 // magpie/algo/detail/blocks.hpp — the fixed block partition of reduce and the scans, and the
-// serial block reduction. Blocks depend only on n and the grain, never on timing, so a reduction's
-// grouping — and a floating-point result — is the same on every run and every worker count.
+// serial block reduction (in the operands' order unless the operation may reorder them). Blocks
+// depend only on n and the grain, never on timing, so a reduction's grouping — and a floating-point
+// result — is the same on every run and every worker count.
 
 #include <cstddef>
 #include <functional>
 #include <optional>
 
 #include "magpie/algo/detail/loop.hpp"
+#include "magpie/algo/operation.hpp"
 
 namespace magpie::algo::detail {
 
@@ -30,34 +32,59 @@ inline block_plan plan_blocks(std::size_t n, std::size_t grain) noexcept {
   return {s, (n + s - 1) / s};
 }
 
-/// The generalized sum of `tr(first[0]) … tr(first[len − 1])` (len >= 1) under `op`, grouped in
-/// four interleaved accumulators (a fixed grouping: the result depends only on the elements).
+/// Blocks shorter than this are folded left to right in one chain; longer ones in four.
+inline constexpr std::size_t min_runs_len = 8;
+
+/// The generalized sum of `tr(first[0]) … tr(first[len − 1])` (len >= 1) under `op`, in a fixed
+/// grouping that depends only on len (operation.hpp): when `op` may reorder (reorderable<Op, T>),
+/// four interleaved accumulators (x₀ x₄ …)(x₁ x₅ …)(x₂ …)(x₃ …); otherwise four runs of
+/// consecutive elements, ((run₀ ⊕ run₁) ⊕ (run₂ ⊕ run₃)), which keeps the operands' order and still
+/// gives the CPU four independent chains to overlap.
 template <typename T, typename I, typename Op, typename Tr>
 T block_reduce(I first, std::size_t len, Op &op, Tr &tr) {
-  if (len < 8) {
+  if (len < min_runs_len) {
     T acc = std::invoke(tr, at(first, 0));
     for (std::size_t i = 1; i < len; ++i) {
       acc = std::invoke(op, std::move(acc), std::invoke(tr, at(first, i)));
     }
     return acc;
   }
-  T a0 = std::invoke(tr, at(first, 0));
-  T a1 = std::invoke(tr, at(first, 1));
-  T a2 = std::invoke(tr, at(first, 2));
-  T a3 = std::invoke(tr, at(first, 3));
-  std::size_t i = 4;
-  for (; i + 4 <= len; i += 4) {
-    a0 = std::invoke(op, std::move(a0), std::invoke(tr, at(first, i)));
-    a1 = std::invoke(op, std::move(a1), std::invoke(tr, at(first, i + 1)));
-    a2 = std::invoke(op, std::move(a2), std::invoke(tr, at(first, i + 2)));
-    a3 = std::invoke(op, std::move(a3), std::invoke(tr, at(first, i + 3)));
+  if constexpr (reorderable<Op, T>) {
+    T a0 = std::invoke(tr, at(first, 0));
+    T a1 = std::invoke(tr, at(first, 1));
+    T a2 = std::invoke(tr, at(first, 2));
+    T a3 = std::invoke(tr, at(first, 3));
+    std::size_t i = 4;
+    for (; i + 4 <= len; i += 4) {
+      a0 = std::invoke(op, std::move(a0), std::invoke(tr, at(first, i)));
+      a1 = std::invoke(op, std::move(a1), std::invoke(tr, at(first, i + 1)));
+      a2 = std::invoke(op, std::move(a2), std::invoke(tr, at(first, i + 2)));
+      a3 = std::invoke(op, std::move(a3), std::invoke(tr, at(first, i + 3)));
+    }
+    T acc = std::invoke(op, std::invoke(op, std::move(a0), std::move(a1)),
+                        std::invoke(op, std::move(a2), std::move(a3)));
+    for (; i < len; ++i) {
+      acc = std::invoke(op, std::move(acc), std::invoke(tr, at(first, i)));
+    }
+    return acc;
+  } else {
+    std::size_t const q = len / 4; // run k: [k·q, (k + 1)·q), and run 3 to the end
+    T a0 = std::invoke(tr, at(first, 0));
+    T a1 = std::invoke(tr, at(first, q));
+    T a2 = std::invoke(tr, at(first, 2 * q));
+    T a3 = std::invoke(tr, at(first, 3 * q));
+    for (std::size_t i = 1; i < q; ++i) {
+      a0 = std::invoke(op, std::move(a0), std::invoke(tr, at(first, i)));
+      a1 = std::invoke(op, std::move(a1), std::invoke(tr, at(first, q + i)));
+      a2 = std::invoke(op, std::move(a2), std::invoke(tr, at(first, 2 * q + i)));
+      a3 = std::invoke(op, std::move(a3), std::invoke(tr, at(first, 3 * q + i)));
+    }
+    for (std::size_t i = 4 * q; i < len; ++i) { // run 3 takes the len % 4 left over
+      a3 = std::invoke(op, std::move(a3), std::invoke(tr, at(first, i)));
+    }
+    return std::invoke(op, std::invoke(op, std::move(a0), std::move(a1)),
+                       std::invoke(op, std::move(a2), std::move(a3)));
   }
-  T acc = std::invoke(op, std::invoke(op, std::move(a0), std::move(a1)),
-                      std::invoke(op, std::move(a2), std::move(a3)));
-  for (; i < len; ++i) {
-    acc = std::invoke(op, std::move(acc), std::invoke(tr, at(first, i)));
-  }
-  return acc;
 }
 
 /// The identity transformation.
