@@ -93,8 +93,12 @@ public:
   wait_request arrive_and_wait() noexcept { return {this}; }
 
   /// For plain threads (a task would block its worker): arrives and blocks until the phase
-  /// completes. Throws as arrive_and_wait.
+  /// completes. Throws as arrive_and_wait, and std::logic_error on a thread that runs a magpie
+  /// task (then it did not arrive).
   void arrive_and_wait_blocking() {
+    detail::refuse_on_worker("magpie::barrier::arrive_and_wait_blocking inside a task would block "
+                             "its worker (it did not arrive): co_await b.arrive_and_wait() "
+                             "instead");
     detail::blocking_waiter w;
     if (!arrive(&w)) {
       w.block();

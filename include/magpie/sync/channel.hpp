@@ -314,8 +314,11 @@ public:
 
   /// For plain threads (a task would block its worker): sends, blocking while the channel is
   /// full. True if sent, false if the channel is or gets closed first (`value` is then dropped).
-  /// Throws magpie::abandoned_wait if the channel is destroyed first.
+  /// Throws magpie::abandoned_wait if the channel is destroyed first, std::logic_error (nothing
+  /// sent, `value` dropped) on a thread that runs a magpie task.
   bool send_blocking(T value) {
+    detail::refuse_on_worker("magpie::channel::send_blocking inside a task would block its "
+                             "worker: co_await ch.send(std::move(v)) instead");
     detail::blocking_waiter w;
     send_status status = send_status::full;
     if (m_ring != nullptr) {
@@ -339,8 +342,11 @@ public:
   }
 
   /// For plain threads: receives, blocking while the channel is empty; std::nullopt once it is
-  /// closed and drained. Throws magpie::abandoned_wait if the channel is destroyed first.
+  /// closed and drained. Throws magpie::abandoned_wait if the channel is destroyed first,
+  /// std::logic_error (nothing received) on a thread that runs a magpie task.
   std::optional<T> receive_blocking() {
+    detail::refuse_on_worker("magpie::channel::receive_blocking inside a task would block its "
+                             "worker: co_await ch.receive() instead");
     std::optional<T> out;
     detail::blocking_waiter w;
     bool done = false;
@@ -410,7 +416,8 @@ public:
 
   /// For plain threads: send_blocking, giving up after `d`; returns as send_for (`value` is moved
   /// from only if sent). The thread keeps its own time (no reactor). Throws
-  /// magpie::abandoned_wait if the channel is destroyed first.
+  /// magpie::abandoned_wait if the channel is destroyed first, std::logic_error (nothing sent)
+  /// on a thread that runs a magpie task; so do the other _blocking_for / _until forms.
   template <typename Rep, typename Period>
   send_status send_blocking_for(T &&value, std::chrono::duration<Rep, Period> d) {
     return detail::send_blocking_until(*this, value, detail::deadline_for(d));

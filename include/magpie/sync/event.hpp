@@ -194,8 +194,11 @@ public:
   wait_request wait() noexcept { return {this}; }
 
   /// For plain threads (not tasks: a task would block its worker): blocks the calling thread
-  /// until the event lets it pass. Throws magpie::abandoned_wait if the event is destroyed first.
+  /// until the event lets it pass. Throws magpie::abandoned_wait if the event is destroyed first,
+  /// std::logic_error on a thread that runs a magpie task (even if the event is set).
   void wait_blocking() {
+    detail::refuse_on_worker("magpie::event::wait_blocking inside a task would block its worker: "
+                             "co_await ev.wait() instead");
     if (try_pass()) {
       return;
     }
@@ -278,6 +281,10 @@ private:
 
 #if defined(__linux__)
   friend struct detail::timed_access;
+
+  static constexpr char const *timed_blocking_on_worker =
+      "magpie::event::wait_blocking_for/_until inside a task would block its worker: "
+      "co_await ev.wait_for(d) instead";
 
   /// Timed waits (detail/timed.hpp): a timed waiter never goes into the word, so that every
   /// set() takes the lock and can claim it. Passes now, or queues `w` (after a lone waiter,

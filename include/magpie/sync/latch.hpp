@@ -148,8 +148,11 @@ public:
   wait_request arrive_and_wait(std::ptrdiff_t n = 1) noexcept { return {this, n}; }
 
   /// For plain threads (a task would block its worker): blocks until the count is zero. Throws
-  /// magpie::abandoned_wait if the latch is destroyed first.
+  /// magpie::abandoned_wait if the latch is destroyed first, std::logic_error on a thread that
+  /// runs a magpie task (even if the count is zero).
   void wait_blocking() {
+    detail::refuse_on_worker("magpie::latch::wait_blocking inside a task would block its worker: "
+                             "co_await l.wait() instead");
     if (try_wait()) {
       return;
     }
@@ -159,8 +162,12 @@ public:
     }
   }
 
-  /// count_down(n), then wait_blocking().
+  /// count_down(n), then wait_blocking(). On a thread that runs a magpie task it throws
+  /// std::logic_error and neither arrives nor waits.
   void arrive_and_wait_blocking(std::ptrdiff_t n = 1) {
+    detail::refuse_on_worker("magpie::latch::arrive_and_wait_blocking inside a task would block "
+                             "its worker (it did not arrive): co_await l.arrive_and_wait(n) "
+                             "instead");
     count_down(n);
     wait_blocking();
   }
@@ -189,6 +196,10 @@ private:
 
 #if defined(__linux__)
   friend struct detail::timed_access;
+
+  static constexpr char const *timed_blocking_on_worker =
+      "magpie::latch::wait_blocking_for/_until inside a task would block its worker: "
+      "co_await l.wait_for(d) instead";
 
   bool try_pass() const noexcept { return try_wait(); }
 

@@ -27,7 +27,8 @@
 namespace magpie::sync::detail {
 
 /// True if the calling thread runs a magpie task (a worker, or a sync_wait thread inside its
-/// task). Blocking forms (lock_blocking …) refuse to run there: they would block the worker.
+/// task). Every blocking form (the `_blocking` members) refuses to run there, first thing: it
+/// would block the worker, and on a one-worker pool it would never return.
 inline bool on_worker_thread() noexcept { return core::this_context() != nullptr; }
 
 /// For a blocking form: throws std::logic_error(`what`, naming the task form to use instead) on

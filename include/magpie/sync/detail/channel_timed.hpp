@@ -236,9 +236,12 @@ struct [[nodiscard("co_await it")]] timed_receive_request {
 struct channel_thread_waiter : blocking_waiter, channel_deadline {};
 
 /// A plain thread's send of `v` until the deadline `dl`: sent, full (the deadline came first;
-/// `v` untouched) or closed. Throws magpie::abandoned_wait if the channel is destroyed first.
+/// `v` untouched) or closed. Throws magpie::abandoned_wait if the channel is destroyed first,
+/// std::logic_error (`v` untouched) on a thread that runs a magpie task.
 template <typename T>
 send_status send_blocking_until(channel<T> &c, T &v, timed_deadline dl) {
+  refuse_on_worker("magpie::channel::send_blocking_for/_until inside a task would block its "
+                   "worker: co_await ch.send_for(std::move(v), d) instead");
   send_status const now = channel_access::send_now(c, v, nullptr);
   if (now != send_status::full || deadline_reached(dl.m_at, dl.m_when)) {
     return now;
@@ -260,6 +263,8 @@ send_status send_blocking_until(channel<T> &c, T &v, timed_deadline dl) {
 /// A plain thread's receive until the deadline `dl`, as send_blocking_until.
 template <typename T>
 receive_result<T> receive_blocking_until(channel<T> &c, timed_deadline dl) {
+  refuse_on_worker("magpie::channel::receive_blocking_for/_until inside a task would block its "
+                   "worker: co_await ch.receive_for(d) instead");
   receive_result<T> r{std::nullopt, receive_status::empty};
   if (channel_access::receive_now(c, r.value, nullptr)) {
     r.status = r.value.has_value() ? receive_status::received : receive_status::closed;

@@ -242,6 +242,12 @@ struct timed_access {
   static void take_out_expired(P &p, waiter &w) noexcept {
     p.take_out_expired(w);
   }
+  /// For timed_waits<P>: the std::logic_error message of P's blocking timed waits on a thread
+  /// that runs a magpie task.
+  template <typename P>
+  static constexpr char const *timed_blocking_on_worker() noexcept {
+    return P::timed_blocking_on_worker;
+  }
 };
 
 /// The awaitable of a task's timed wait on `P`: a waiter in P's queue and a deadline in the
@@ -387,7 +393,9 @@ bool wait_blocking_until(P &p, timed_wait_request<P> const &r) {
 }
 
 /// The timed waits of a primitive `P` (the event, the latch), as members: P derives from this
-/// (and befriends timed_access). "Passes": what P's untimed wait() waits for.
+/// (and befriends timed_access). "Passes": what P's untimed wait() waits for. P also gives
+/// `static constexpr char const *timed_blocking_on_worker`: the message with which its blocking
+/// forms refuse to run on a thread that runs a magpie task.
 template <typename P>
 class timed_waits {
 public:
@@ -411,16 +419,19 @@ public:
 
   /// For plain threads: as wait_blocking(), giving up at `t` — true if the wait passed, false if
   /// `t` came first (a deadline already reached: true only if it passes now, without waiting).
-  /// Throws magpie::abandoned_wait if the primitive is destroyed first. The thread keeps its own
-  /// time (no reactor).
+  /// Throws magpie::abandoned_wait if the primitive is destroyed first, std::logic_error on a
+  /// thread that runs a magpie task (co_await wait_until there). The thread keeps its own time
+  /// (no reactor).
   template <typename Clock, typename Duration>
   bool wait_blocking_until(std::chrono::time_point<Clock, Duration> t) {
+    detail::refuse_on_worker(timed_access::timed_blocking_on_worker<P>());
     return detail::wait_blocking_until(self(), wait_until_request(self(), t));
   }
 
   /// wait_blocking_until(now + d); a zero or negative `d` does not wait.
   template <typename Rep, typename Period>
   bool wait_blocking_for(std::chrono::duration<Rep, Period> d) {
+    detail::refuse_on_worker(timed_access::timed_blocking_on_worker<P>());
     return detail::wait_blocking_until(self(), wait_for_request(self(), d));
   }
 
