@@ -31,6 +31,12 @@ int main() {
   ok = ok && std::is_sorted(sorted.begin(), sorted.end());
   ok = ok && big == std::find_if(v.begin(), v.end(), [](long x) { return x >= 990; });
 
+  // [commutative]
+  auto add = [](long a, long b) { return a + b; };
+  long s = magpie::reduce(pool, v.begin(), v.end(), 0L, magpie::commutative(add));
+  // [commutative]
+  ok = ok && s == sum;
+
   // [cancel]
   // Cancellation: a stop request skips the iterations that have not started.
   magpie::stop_source stop;

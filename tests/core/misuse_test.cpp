@@ -93,6 +93,44 @@ task<long> stack_alloc_inside_scope() {
   co_return static_cast<long>(a.size());
 }
 
+// A fork or call that is not co_awaited never starts its child: the request's destructor stops
+// the program (MAGPIE_CHECK_AWAITED: with Clang always, with GCC when MAGPIE_DEBUG is on).
+task<long> forgets_to_await_fork(int n) {
+  long a = 0;
+  auto request = fork(&a, fib, n); // missing co_await
+  static_cast<void>(request);
+  co_await join();
+  co_return a;
+}
+
+task<long> forgets_to_await_call(int n) {
+  long a = 0;
+  static_cast<void>(call(&a, fib, n)); // missing co_await: destroyed at once
+  co_return a;
+}
+
+TEST_F(misuse, a_fork_or_call_that_is_not_awaited) {
+#if !MAGPIE_CHECK_AWAITED
+  GTEST_SKIP() << "MAGPIE_CHECK_AWAITED is off (GCC with MAGPIE_DEBUG off, where it costs 5 "
+                  "instructions per fork)";
+#endif
+  EXPECT_DEATH(
+      {
+        magpie::inline_scheduler s;
+        (void)magpie::sync_wait(s, forgets_to_await_fork, 5);
+      },
+      "magpie::fork\\(...\\) does nothing unless co_awaited.*co_await magpie::fork");
+  EXPECT_DEATH(
+      {
+        magpie::lazy_pool p(2);
+        (void)magpie::sync_wait(p, forgets_to_await_call, 5);
+      },
+      "magpie::call\\(...\\) does nothing unless co_awaited.*co_await magpie::call");
+  // Awaited, the same requests are fine (and the check is silent).
+  magpie::inline_scheduler s;
+  EXPECT_EQ(magpie::sync_wait(s, fib, 10), 55);
+}
+
 TEST_F(misuse, stack_alloc_inside_a_fork_join_scope) {
   MAGPIE_SKIP_UNLESS_DEBUG();
   EXPECT_DEATH(

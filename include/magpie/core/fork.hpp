@@ -84,15 +84,52 @@ struct called_child {
 template <typename T>
 using return_slot_t = std::conditional_t<std::is_void_v<T>, void, T>;
 
+/// Stops the program: a fork or call request was destroyed without having been co_awaited.
+[[noreturn]] MAGPIE_NOINLINE inline void request_not_awaited(bool fork) noexcept {
+  assertion_failed("co_await magpie::fork(...) / magpie::call(...)",
+                   fork ? "magpie::fork(...) does nothing unless co_awaited: the child never ran. "
+                          "Write `co_await magpie::fork(...);`"
+                        : "magpie::call(...) does nothing unless co_awaited: the child never ran. "
+                          "Write `co_await magpie::call(...);`",
+                   __FILE__, __LINE__);
+}
+
+/// A request's record of having been co_awaited; its destructor stops the program if not
+/// (MAGPIE_CHECK_AWAITED). Where the check is off it is empty and trivially destructible, so the
+/// request is exactly what it was without it.
+template <bool Fork, bool Checked = MAGPIE_CHECK_AWAITED>
+struct await_check {
+  bool m_bound = false;
+  void bound() noexcept { m_bound = true; }
+  await_check() = default;
+  await_check(await_check const &) = delete;
+  await_check &operator=(await_check const &) = delete;
+  ~await_check() {
+    if (!m_bound) [[unlikely]] {
+      request_not_awaited(Fork);
+    }
+  }
+};
+
+template <bool Fork>
+struct await_check<Fork, false> {
+  void bound() noexcept {}
+};
+
+/// What fork(...) and call(...) return: the child to start, bound to the awaiting task by
+/// co_await. Destroyed without having been co_awaited, it stops the program with a message
+/// (MAGPIE_CHECK_AWAITED: the child would otherwise silently never run).
 template <bool Fork, typename R, typename Fn, typename... Args>
-struct [[nodiscard("co_await it")]] spawn_request {
+struct [[nodiscard("the child runs only when the request is co_awaited")]] child_request {
   using magpie_awaitable = void;
 
   R *m_ret;
   Fn &&m_fn;
   std::tuple<Args &&...> m_args;
+  [[no_unique_address]] await_check<Fork> m_check;
 
   auto magpie_bind(frame_base &parent) && {
+    m_check.bound();
     if constexpr (Fork) {
       // Read the request (which GCC keeps in the coroutine frame) before the reservation, whose
       // slow path is a call: the compiler then sees the callee and calls it directly.
@@ -111,7 +148,7 @@ struct [[nodiscard("co_await it")]] spawn_request {
   }
 
   // Reached only when awaited outside a magpie task (a magpie task binds the request first).
-  template <typename Self = spawn_request>
+  template <typename Self = child_request>
   void operator co_await() const {
     static_assert(sizeof(Self) == 0,
                   "magpie::fork/call can only be co_awaited inside a magpie::task coroutine");
@@ -308,17 +345,17 @@ auto make_request(First &&first, Rest &&...rest) {
       if constexpr (Fork) {
         static_assert(check_fork_lifetimes<Fn, Args...>());
       }
-      return spawn_request<Fork, R, Fn, Args...>{
-          ret, std::forward<Fn>(fn), {std::forward<Args>(args)...}};
+      return child_request<Fork, R, Fn, Args...>{
+          ret, std::forward<Fn>(fn), {std::forward<Args>(args)...}, {}};
     }(first, std::forward<Rest>(rest)...);
   } else if constexpr (async_function<First, Rest...>) {
     if constexpr (Fork) {
       static_assert(check_fork_lifetimes<First, Rest...>());
     }
     using slot = return_slot_t<value_of<First, Rest...>>;
-    return spawn_request<Fork, std::conditional_t<std::is_void_v<slot>, char, slot>, First,
+    return child_request<Fork, std::conditional_t<std::is_void_v<slot>, char, slot>, First,
                          Rest...>{
-        nullptr, std::forward<First>(first), {std::forward<Rest>(rest)...}};
+        nullptr, std::forward<First>(first), {std::forward<Rest>(rest)...}, {}};
   } else if constexpr (has_return_pointer<First, Rest...>()) {
     return diagnose_not_async<Rest...>(); // fork(&r, fn, args...) with a bad fn(args...)
   } else {

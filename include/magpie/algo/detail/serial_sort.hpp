@@ -28,15 +28,15 @@ namespace magpie::algo::detail {
 /// Below this many elements a run is sorted by insertion.
 inline constexpr std::size_t insertion_base = 24;
 
-/// `dst = std::move(src)`, tried once more if it throws (a move with the strong guarantee left
+/// `*dst = std::move(*src)`, tried once more if it throws (a move with the strong guarantee left
 /// both as they were); the exception of the first try goes to `ctl`.
 template <typename D, typename S>
-void move_retrying(D &&dst, S &&src, loop_control &ctl) {
+void move_retrying(D dst, S src, loop_control &ctl) {
   try {
-    dst = std::move(src);
+    *dst = std::ranges::iter_move(src);
   } catch (...) {
     ctl.fail(std::current_exception());
-    dst = std::move(src); // throws on: the caller gives up on this element
+    *dst = std::ranges::iter_move(src); // throws on: the caller gives up on this element
   }
 }
 
@@ -46,7 +46,7 @@ template <typename S, typename D>
 void move_all(S src, std::size_t n, D dst, loop_control &ctl) noexcept {
   for (std::size_t i = 0; i < n; ++i) {
     try {
-      move_retrying(at(dst, i), at(src, i), ctl);
+      move_retrying(nth(dst, i), nth(src, i), ctl);
     } catch (...) { // thrown twice: the element stays in src (the first exception is kept)
     }
   }
