@@ -5,7 +5,10 @@ find_path(MAGPIE_ASIO_INCLUDE_DIR asio.hpp)
 if(MAGPIE_ASIO_INCLUDE_DIR AND CMAKE_SYSTEM_NAME STREQUAL "Linux")
   add_library(magpie_asio INTERFACE)
   add_library(magpie::asio ALIAS magpie_asio)
-  target_include_directories(magpie_asio SYSTEM INTERFACE ${MAGPIE_ASIO_INCLUDE_DIR})
+  set_target_properties(magpie_asio PROPERTIES EXPORT_NAME asio)
+  # Asio's directory in the build tree only: an installed magpie::asio gets the one that
+  # magpieConfig.cmake finds on the consumer's machine.
+  target_include_directories(magpie_asio SYSTEM INTERFACE $<BUILD_INTERFACE:${MAGPIE_ASIO_INCLUDE_DIR}>)
   target_compile_definitions(magpie_asio INTERFACE ASIO_NO_DEPRECATED)
   target_link_libraries(magpie_asio INTERFACE magpie::magpie)
   set(MAGPIE_HAVE_ASIO ON)

@@ -5,6 +5,8 @@
 // values destroyed); try_send/try_receive; FIFO order; misuse. The lock-free ring from plain
 // threads: capacities 1, 2, 3, 5, 64 with per-producer order checked, close() racing sends (no
 // value stranded), and a capacity-1 ping-pong between a task and a thread (lost wake-ups).
+// channel_sender: copies count, moves hand over, the last one closes the channel — with
+// receivers waiting (no lost wake-up), with a sender that throws, and racing a receiver.
 
 #include <atomic>
 #include <chrono>
@@ -663,6 +665,145 @@ TEST(channel_spin, one_worker_tasks_do_not_spin_and_fruitless_spins_back_off) {
   }
   EXPECT_TRUE(fed);
   EXPECT_EQ(ch.spin_budgets().receive, chan::spin_floor);
+}
+
+// ----- channel_sender: the channel closes when its last sender goes -----
+
+TEST(channel_sender_plain, copies_count_moves_hand_over_and_the_last_one_closes) {
+  channel<int> ch(4);
+  std::optional<magpie::channel_sender<int>> a(std::in_place, ch);
+  magpie::channel_sender<int> b(*a);           // copy: a second sender
+  magpie::channel_sender<int> c(std::move(b)); // move: still two
+  EXPECT_FALSE(static_cast<bool>(b));
+  b.reset(); // an empty handle: nothing
+  magpie::channel_sender<int> d(ch);
+  d = c; // d leaves (not the last: a and c remain), then joins as a copy of c
+  d = d; // self-assignment keeps the count
+  EXPECT_EQ(ch.try_send(1), send_status::sent);
+  a.reset();
+  c.reset();
+  EXPECT_FALSE(ch.is_closed());
+  EXPECT_EQ(d.get().try_send(2), send_status::sent);
+  d.reset(); // the last one
+  EXPECT_TRUE(ch.is_closed());
+  EXPECT_EQ(ch.try_receive(), std::optional<int>(1)); // buffered values are still received
+  EXPECT_EQ(ch.try_receive(), std::optional<int>(2));
+  EXPECT_FALSE(ch.receive_blocking().has_value());
+  magpie::channel_sender<int> late(ch); // from a closed channel: counts, but sends fail
+  EXPECT_FALSE(late.send_blocking(3));
+}
+
+task<long> receive_sum(int, channel<long> *ch) {
+  long sum = 0;
+  while (std::optional<long> v = co_await ch->receive()) {
+    sum += *v;
+  }
+  co_return sum;
+}
+
+// Sends i*per … i*per+per−1 through its own sender handle, which dies with the task's frame;
+// throws after sending if `fail`.
+task<long> send_through(int i, magpie::channel_sender<long> tx, int per, bool fail) {
+  for (int k = 0; k < per; ++k) {
+    if (!co_await tx.send(static_cast<long>(i) * per + k)) {
+      co_return -1'000'000; // closed early: must not happen
+    }
+  }
+  if (fail) {
+    throw std::runtime_error("sender failed");
+  }
+  co_return 0;
+}
+
+// Forks `receivers` receivers, then `senders` senders each with a copy of one handle that this
+// task drops before its join: the channel closes when the last sender ends, which releases the
+// receivers. Returns what they received, or −1 if the join did not rethrow a sender's exception
+// as `fail_last` asks.
+task<long> fan_in(channel<long> *ch, int senders, int receivers, int per, bool fail_last) {
+  std::vector<long> got(static_cast<std::size_t>(senders + receivers));
+  for (int r = 0; r < receivers; ++r) {
+    co_await magpie::fork(&got[static_cast<std::size_t>(r)], receive_sum, r, ch);
+  }
+  {
+    magpie::channel_sender<long> tx(*ch);
+    for (int p = 0; p < senders; ++p) {
+      co_await magpie::fork(&got[static_cast<std::size_t>(receivers + p)], send_through, p, tx, per,
+                            fail_last && p == senders - 1);
+    }
+  } // only the senders' copies remain
+  bool threw = false;
+  try {
+    co_await magpie::join();
+  } catch (std::runtime_error const &) {
+    threw = true;
+  }
+  if (threw != fail_last) {
+    co_return -1;
+  }
+  long sum = 0;
+  for (long v : got) {
+    sum += v;
+  }
+  co_return sum;
+}
+
+TEST_P(channel_test, the_last_sender_to_end_closes_the_channel_for_waiting_receivers) {
+  int const senders = 4;
+  int const per = scaled(500, 50);
+  long const total = static_cast<long>(senders) * per;
+  for (bool fail : {false, true}) { // a sender that throws closes its share as well
+    channel<long> ch(capacity());
+    EXPECT_EQ(m_sched.run(fan_in, &ch, senders, 3, per, fail), total * (total - 1) / 2);
+    EXPECT_TRUE(ch.is_closed());
+    EXPECT_EQ(ch.size(), 0u);
+  }
+}
+
+task<long> receive_nothing(int, channel<long> *ch) {
+  std::optional<long> v = co_await ch->receive();
+  co_return v.has_value() ? 0 : 1;
+}
+
+TEST_P(channel_test, a_sender_going_while_receivers_wait_releases_them_all) {
+  int const n = 5;
+  channel<long> ch(capacity());
+  std::optional<magpie::channel_sender<long>> first(std::in_place, ch);
+  magpie::channel_sender<long> second(*first);
+  side_thread leaver([&] {
+    ASSERT_TRUE(wait_until([&] { return ch.waiting_receivers() == static_cast<std::size_t>(n); }));
+    first.reset(); // not the last: the receivers keep waiting
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    EXPECT_EQ(ch.waiting_receivers(), static_cast<std::size_t>(n));
+    second.reset(); // the last: no wake-up may be lost
+  });
+  EXPECT_EQ(
+      m_sched.run(fork_n<decltype(&receive_nothing), channel<long> *>, n, &receive_nothing, &ch),
+      n);
+}
+
+TEST_P(channel_test, the_last_two_senders_racing_a_receiver_lose_no_value) {
+  int const rounds = scaled(200, 40);
+  for (int round = 0; round < rounds; ++round) {
+    channel<long> ch(capacity());
+    std::optional<magpie::channel_sender<long>> a(std::in_place, ch);
+    std::optional<magpie::channel_sender<long>> b(std::in_place, ch);
+    std::atomic<int> refused{0};
+    {
+      // Each thread sends one value and leaves at once; either may be the last. With capacity 0
+      // a send completes only when the receiver takes it.
+      side_thread one([&] {
+        refused += a->send_blocking(1) ? 0 : 1;
+        a.reset();
+      });
+      side_thread two([&] {
+        refused += b->send_blocking(2) ? 0 : 1;
+        b.reset();
+      });
+      ASSERT_EQ(m_sched.run(receive_sum, 0, &ch), 3) << "round " << round;
+    }
+    EXPECT_EQ(refused.load(), 0);
+    EXPECT_TRUE(ch.is_closed());
+  }
 }
 
 std::string channel_param_name(

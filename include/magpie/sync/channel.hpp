@@ -40,6 +40,9 @@
 
 namespace magpie::sync {
 
+template <typename T>
+class channel_sender;
+
 /// A bounded FIFO channel of `T` for any number of producers and consumers, tasks or threads.
 ///
 /// `capacity` values can be buffered; with capacity 0 the channel is a rendezvous: a send
@@ -51,9 +54,10 @@ namespace magpie::sync {
 /// copied) from sender to receiver.
 ///
 /// close() ends sending: later and waiting sends report failure, and receives drain what is
-/// buffered, then return std::nullopt. Every member may be called concurrently from any thread
-/// or task. Destroying a channel while tasks or threads wait on it releases them with
-/// magpie::abandoned_wait; buffered values are destroyed with it.
+/// buffered, then return std::nullopt. With several senders, give each a channel_sender: the
+/// channel closes when the last of them is destroyed (sync/channel_sender.hpp). Every member may be
+/// called concurrently from any thread or task. Destroying a channel while tasks or threads wait on
+/// it releases them with magpie::abandoned_wait; buffered values are destroyed with it.
 ///
 /// Cost: with `capacity` > 0 a send or receive that does not wait takes no lock — a lock-free
 /// ring with a sequence number per slot (one compare-and-swap on the ring's tail or head, a move,
@@ -961,6 +965,8 @@ private:
     return {true, s};
   }
 
+  friend class channel_sender<T>;
+
   std::size_t const m_capacity;
   std::size_t const m_mask; ///< capacity − 1 if it is a power of two, else 0 (use %)
   slot *const m_ring;       ///< null for a rendezvous channel
@@ -979,6 +985,10 @@ private:
   // Guarded by the lock:
   detail::channel_queue m_senders;   ///< waiting senders (data_of: their T, null once sent)
   detail::channel_queue m_receivers; ///< waiting receivers (data_of: their std::optional<T>)
+  /// The channel_senders alive: the one that takes it to zero closes the channel.
+  std::atomic<std::size_t> m_senders_alive{0};
 };
 
 } // namespace magpie::sync
+
+#include "magpie/sync/channel_sender.hpp" // needs the complete channel
