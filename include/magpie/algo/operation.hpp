@@ -6,8 +6,8 @@
 //   auto s = magpie::reduce(pool, v, 0.0, magpie::commutative(my_add));         // any order
 //
 // The operation must be associative; it need not be commutative. The algorithms regroup their
-// operands — fixed blocks, and four runs of consecutive elements inside a block — but combine them
-// in their order: the result is x₀ ⊕ … ⊕ xₙ₋₁ for a matrix product or a string concatenation.
+// operands — fixed blocks, and groups of four consecutive elements inside a block — but combine
+// them in their order: the result is x₀ ⊕ … ⊕ xₙ₋₁ for a matrix product or a string concatenation.
 // When the operation is known to be commutative as well, a block is folded instead in four
 // interleaved accumulators (x₀ x₄ x₈ …)(x₁ x₅ …)…, which a compiler can vectorise. That is known
 // for std::plus, std::multiplies, std::bit_and, std::bit_or and std::bit_xor (typed or

@@ -114,20 +114,31 @@ T scan_and_reduce_block(I in, O out, std::size_t len, std::optional<T> carry, Op
     T sum = std::invoke(op, std::invoke(op, std::move(a0), std::move(a1)),
                         std::invoke(op, std::move(a2), std::move(a3)));
     return fold(std::move(sum), i, len);
-  } else { // four runs of consecutive elements, in order
-    std::size_t const q = len / 4;
-    auto run = [&](std::size_t lo, std::size_t hi) {
-      T x = at(in, lo);
-      T first = x;
-      scan_step<Inclusive>(acc, std::move(x), out, lo, op);
-      return fold(std::move(first), lo + 1, hi);
+  } else {                            // groups of four consecutive elements, in order
+    auto group = [&](std::size_t i) { // scans x[i, i + 4) and returns (xᵢ ⊕ xᵢ₊₁) ⊕ (xᵢ₊₂ ⊕ xᵢ₊₃)
+      T y0 = at(in, i);
+      T y1 = at(in, i + 1);
+      T y2 = at(in, i + 2);
+      T y3 = at(in, i + 3);
+      T g = std::invoke(op, std::invoke(op, y0, y1), std::invoke(op, y2, y3));
+      scan_step<Inclusive>(acc, std::move(y0), out, i, op);
+      scan_step<Inclusive>(acc, std::move(y1), out, i + 1, op);
+      scan_step<Inclusive>(acc, std::move(y2), out, i + 2, op);
+      scan_step<Inclusive>(acc, std::move(y3), out, i + 3, op);
+      return g;
     };
-    T a0 = fold(std::move(x0), 1, q);
-    T a1 = run(q, 2 * q);
-    T s01 = std::invoke(op, std::move(a0), std::move(a1));
-    T a2 = run(2 * q, 3 * q);
-    T a3 = run(3 * q, len);
-    return std::invoke(op, std::move(s01), std::invoke(op, std::move(a2), std::move(a3)));
+    T y1 = at(in, 1);
+    T y2 = at(in, 2);
+    T y3 = at(in, 3);
+    T sum = std::invoke(op, std::invoke(op, x0, y1), std::invoke(op, y2, y3));
+    scan_step<Inclusive>(acc, std::move(y1), out, 1, op);
+    scan_step<Inclusive>(acc, std::move(y2), out, 2, op);
+    scan_step<Inclusive>(acc, std::move(y3), out, 3, op);
+    std::size_t i = 4;
+    for (; i + 4 <= len; i += 4) {
+      sum = std::invoke(op, std::move(sum), group(i));
+    }
+    return fold(std::move(sum), i, len);
   }
 }
 

@@ -5,11 +5,13 @@
 //   magpie::sort(pool, v);                          // ascending, by operator<
 //   magpie::stable_sort(pool, v, std::greater<>{});
 //
-// sort: a quicksort whose partitions are serial and whose two sides run as parallel tasks; a
-// side shorter than the base size (2,048 elements, or the grain) is sorted serially (the same
-// quicksort, insertion sort below 24 elements); a recursion deeper than 2·log₂ n falls back to
-// heap sort (an introsort: O(n log n) worst case). Keys equal to the pivot are gathered once, so
-// many equal keys cost no more than distinct ones. stable_sort: sorts halves in parallel, then
+// sort: a quicksort whose partitions (median of three, Hoare's scheme) are serial and whose two
+// sides run as parallel tasks; a side shorter than the base size (2,048 elements, or the grain,
+// at least 32) is sorted serially (std::sort where neither the comparator nor a move can throw,
+// else the same quicksort with insertion sort below 32 elements); a
+// recursion deeper than 2·log₂ n falls back to heap sort (an introsort: O(n log n) worst case).
+// Keys equal to the pivot split evenly between the sides, so many equal keys cost no more than
+// distinct ones. stable_sort: sorts halves in parallel, then
 // merges them with a parallel merge (split at the longer run's middle, binary search in the
 // other) through a buffer of n value_type elements (value_type must be default-constructible and
 // move-assignable). Work O(n log n); span O(log³ n) for stable_sort, O(n) for sort (the first
@@ -45,36 +47,27 @@ template <typename I, typename Comp>
 core::task<void> quicksort(loop_control *ctl, I first, std::size_t n, Comp *comp, std::size_t base,
                            int depth) {
   while (n > base && !ctl->stopped()) {
-    std::size_t mid = 0;
+    std::size_t cut = 0;
     try {
       if (depth-- <= 0) {
         serial_sort(first, n, *comp, 0); // heap sort: bounded worst case
         n = 0;
         break;
       }
-      std::size_t const q = n / 4;
-      median_to_front(first, q, n / 2, n - 1 - q, *comp);
-      mid = partition_below(first, n, *comp); // the pivot stays at first[0] meanwhile
-      if (mid == 0) {                         // nothing below the pivot: skip every key equal to it
-        std::size_t const skip = gather_equal(first, n, *comp);
-        first = nth(first, skip);
-        n -= skip;
-        continue;
-      }
-      swap_keeping(first, nth(first, mid));
+      cut = partition(first, n, *comp);
     } catch (...) {
       ctl->fail(std::current_exception());
       break;
     }
-    // [0, mid) below the pivot, mid the pivot, (mid, n) the rest: the left side as a child, the
-    // right side as our continuation (a thief takes it).
-    co_await core::fork(quicksort<I, Comp>, ctl, first, mid, comp, base, depth);
-    first = nth(first, mid + 1);
-    n -= mid + 1;
+    // [0, cut) not above the pivot, [cut, n) not below it: the left side as a child, the right
+    // side as our continuation (a thief takes it).
+    co_await core::fork(quicksort<I, Comp>, ctl, first, cut, comp, base, depth);
+    first = nth(first, cut);
+    n -= cut;
   }
   if (n > 1 && n <= base && !ctl->stopped()) {
     try {
-      serial_sort(first, n, *comp, depth);
+      sort_run(first, n, *comp, depth);
     } catch (...) {
       ctl->fail(std::current_exception());
     }
@@ -85,7 +78,8 @@ core::task<void> quicksort(loop_control *ctl, I first, std::size_t n, Comp *comp
 template <typename I, typename Comp>
 core::task<void> sort_impl(I first, std::size_t n, Comp comp, loop_options opt) {
   loop_control ctl(opt.grain, std::move(opt.stop), co_await core::enclosing_scope());
-  std::size_t const base = opt.grain != 0 ? opt.grain : sort_base;
+  // Runs shorter than insertion sort's are never split (a partition needs 4 elements or more).
+  std::size_t const base = std::max(opt.grain != 0 ? opt.grain : sort_base, insertion_base);
   co_await core::call(quicksort<I, Comp>, &ctl, first, n, &comp, base, sort_depth(n));
   co_await core::join();
   ctl.rethrow_if_failed();

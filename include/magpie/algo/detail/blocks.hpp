@@ -32,14 +32,14 @@ inline block_plan plan_blocks(std::size_t n, std::size_t grain) noexcept {
   return {s, (n + s - 1) / s};
 }
 
-/// Blocks shorter than this are folded left to right in one chain; longer ones in four.
+/// Blocks shorter than this are folded left to right in one chain.
 inline constexpr std::size_t min_runs_len = 8;
 
 /// The generalized sum of `tr(first[0]) … tr(first[len − 1])` (len >= 1) under `op`, in a fixed
 /// grouping that depends only on len (operation.hpp): when `op` may reorder (reorderable<Op, T>),
-/// four interleaved accumulators (x₀ x₄ …)(x₁ x₅ …)(x₂ …)(x₃ …); otherwise four runs of
-/// consecutive elements, ((run₀ ⊕ run₁) ⊕ (run₂ ⊕ run₃)), which keeps the operands' order and still
-/// gives the CPU four independent chains to overlap.
+/// four interleaved accumulators (x₀ x₄ …)(x₁ x₅ …)(x₂ …)(x₃ …); otherwise groups of four
+/// consecutive elements folded in order, acc ⊕ ((x₄ₖ ⊕ x₄ₖ₊₁) ⊕ (x₄ₖ₊₂ ⊕ x₄ₖ₊₃)), which keeps the
+/// operands' order, reads memory in one stream and still lets the CPU overlap operations.
 template <typename T, typename I, typename Op, typename Tr>
 T block_reduce(I first, std::size_t len, Op &op, Tr &tr) {
   if (len < min_runs_len) {
@@ -68,22 +68,22 @@ T block_reduce(I first, std::size_t len, Op &op, Tr &tr) {
     }
     return acc;
   } else {
-    std::size_t const q = len / 4; // run k: [k·q, (k + 1)·q), and run 3 to the end
-    T a0 = std::invoke(tr, at(first, 0));
-    T a1 = std::invoke(tr, at(first, q));
-    T a2 = std::invoke(tr, at(first, 2 * q));
-    T a3 = std::invoke(tr, at(first, 3 * q));
-    for (std::size_t i = 1; i < q; ++i) {
-      a0 = std::invoke(op, std::move(a0), std::invoke(tr, at(first, i)));
-      a1 = std::invoke(op, std::move(a1), std::invoke(tr, at(first, q + i)));
-      a2 = std::invoke(op, std::move(a2), std::invoke(tr, at(first, 2 * q + i)));
-      a3 = std::invoke(op, std::move(a3), std::invoke(tr, at(first, 3 * q + i)));
+    // acc ⊕ ((x₄ₖ ⊕ x₄ₖ₊₁) ⊕ (x₄ₖ₊₂ ⊕ x₄ₖ₊₃)) per group of four: the groups' inner operations do
+    // not wait for acc, so the chain on acc has one operation per four elements.
+    auto group = [&](std::size_t i) {
+      return std::invoke(
+          op, std::invoke(op, std::invoke(tr, at(first, i)), std::invoke(tr, at(first, i + 1))),
+          std::invoke(op, std::invoke(tr, at(first, i + 2)), std::invoke(tr, at(first, i + 3))));
+    };
+    T acc = group(0);
+    std::size_t i = 4;
+    for (; i + 4 <= len; i += 4) {
+      acc = std::invoke(op, std::move(acc), group(i));
     }
-    for (std::size_t i = 4 * q; i < len; ++i) { // run 3 takes the len % 4 left over
-      a3 = std::invoke(op, std::move(a3), std::invoke(tr, at(first, i)));
+    for (; i < len; ++i) {
+      acc = std::invoke(op, std::move(acc), std::invoke(tr, at(first, i)));
     }
-    return std::invoke(op, std::invoke(op, std::move(a0), std::move(a1)),
-                       std::invoke(op, std::move(a2), std::move(a3)));
+    return acc;
   }
 }
 

@@ -13,6 +13,7 @@
 // promise nothing of the kind (libstdc++ loses the element held in its insertion sort's key, and
 // the elements in its merge buffer), so neither is used here.
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <exception>
@@ -26,7 +27,7 @@
 namespace magpie::algo::detail {
 
 /// Below this many elements a run is sorted by insertion.
-inline constexpr std::size_t insertion_base = 24;
+inline constexpr std::size_t insertion_base = 32;
 
 /// `*dst = std::move(*src)`, tried once more if it throws (a move with the strong guarantee left
 /// both as they were); the exception of the first try goes to `ctl`.
@@ -163,54 +164,49 @@ void serial_merge_sort(I first, T *buf, std::size_t n, Comp &comp, loop_control 
   }
 }
 
-/// Moves the median of first[a], first[b], first[c] (by index) to first[0].
+/// Moves the median of first[a], first[b], first[c] (distinct indices above 0) to first[0].
 template <typename I, typename Comp>
 void median_to_front(I first, std::size_t a, std::size_t b, std::size_t c, Comp &comp) {
   auto less = [&](std::size_t x, std::size_t y) { return comp(at(first, x), at(first, y)); };
   std::size_t m = less(a, b) ? (less(b, c) ? b : (less(a, c) ? c : a))
                              : (less(a, c) ? a : (less(b, c) ? c : b));
-  if (m != 0) {
-    swap_keeping(first, nth(first, m));
-  }
+  swap_keeping(first, nth(first, m));
 }
 
-/// Partitions [first + 1, first + n) around the pivot first[0] (which stays put) by swaps: returns
-/// how many elements are below the pivot (they come first). Order within each side: unspecified.
+/// Hoare's partition of [first, first + n), n >= 4, around the pivot first[0] that
+/// median_to_front chose among three distinct positions, by swaps: returns cut, 1 <= cut < n, with
+/// [0, cut) not above the pivot and [cut, n) not below it (keys equal to it may go either way, so
+/// many equal keys split evenly). The scans need no bounds checks: the largest of the three
+/// candidates stops the first upward scan and the pivot itself the first downward one, and after
+/// each swap the swapped elements stop the next ones.
 template <typename I, typename Comp>
-std::size_t partition_below(I first, std::size_t n, Comp &comp) {
-  auto const &pivot = *first;
+std::size_t partition_around_first(I first, std::size_t n, Comp &comp) {
+  auto const &pivot = *first; // stays at first[0] until the scans are done
   std::size_t lo = 1;
   std::size_t hi = n;
   for (;;) {
-    while (lo < hi && comp(at(first, lo), pivot)) {
+    while (comp(at(first, lo), pivot)) {
       ++lo;
     }
-    while (lo < hi && !comp(at(first, hi - 1), pivot)) {
+    --hi;
+    while (comp(pivot, at(first, hi))) {
       --hi;
     }
     if (lo >= hi) {
-      return lo - 1;
+      return lo;
     }
-    swap_keeping(nth(first, lo), nth(first, hi - 1));
+    swap_keeping(nth(first, lo), nth(first, hi));
     ++lo;
-    --hi;
   }
 }
 
-/// Moves every element of [first + 1, first + n) equivalent to first[0] (not above it; none is
-/// below it) right after it: returns 1 + their number.
+/// Chooses a pivot (median of three) and partitions [first, first + n), n >= 4, around it: see
+/// partition_around_first.
 template <typename I, typename Comp>
-std::size_t gather_equal(I first, std::size_t n, Comp &comp) {
-  std::size_t eq = 1;
-  for (std::size_t i = 1; i < n; ++i) {
-    if (!comp(*first, at(first, i))) {
-      if (i != eq) {
-        swap_keeping(nth(first, eq), nth(first, i));
-      }
-      ++eq;
-    }
-  }
-  return eq;
+std::size_t partition(I first, std::size_t n, Comp &comp) {
+  std::size_t const q = n >= 8 ? n / 4 : 1; // three distinct positions past 0
+  median_to_front(first, q, n / 2, n - 1 - q, comp);
+  return partition_around_first(first, n, comp);
 }
 
 /// Sift-down heap sort of [first, first + n) by swaps (the fallback of a quicksort that recursed
@@ -242,7 +238,7 @@ void heap_sort(I first, std::size_t n, Comp &comp) {
   }
 }
 
-/// Serial introsort of [first, first + n): quicksort (median of three, equal keys gathered),
+/// Serial introsort of [first, first + n): quicksort (median of three, Hoare's partition),
 /// insertion sort below insertion_base, heap sort below `depth`. Exceptions go on, with the range
 /// a permutation.
 template <typename I, typename Comp>
@@ -252,27 +248,38 @@ void serial_sort(I first, std::size_t n, Comp &comp, int depth) {
       heap_sort(first, n, comp);
       return;
     }
-    std::size_t const q = n / 4;
-    median_to_front(first, q, n / 2, n - 1 - q, comp);
-    std::size_t const mid = partition_below(first, n, comp);
-    if (mid == 0) { // nothing below the pivot: skip every key equal to it
-      std::size_t const skip = gather_equal(first, n, comp);
-      first = nth(first, skip);
-      n -= skip;
-      continue;
-    }
-    swap_keeping(first, nth(first, mid));
+    std::size_t const cut = partition(first, n, comp);
     // Recurse into the smaller side, loop on the larger: O(log n) deep.
-    if (mid < n - mid - 1) {
-      serial_sort(first, mid, comp, depth);
-      first = nth(first, mid + 1);
-      n -= mid + 1;
+    if (cut < n - cut) {
+      serial_sort(first, cut, comp, depth);
+      first = nth(first, cut);
+      n -= cut;
     } else {
-      serial_sort(nth(first, mid + 1), n - mid - 1, comp, depth);
-      n = mid;
+      serial_sort(nth(first, cut), n - cut, comp, depth);
+      n = cut;
     }
   }
   insertion_sort(first, n, comp);
+}
+
+/// Whether sorting I's elements with Comp can throw at all: a comparator that is noexcept on
+/// them, and elements that swap and move without throwing.
+template <typename I, typename Comp>
+inline constexpr bool sort_cannot_throw =
+    std::is_nothrow_invocable_v<Comp &, std::iter_reference_t<I>, std::iter_reference_t<I>> &&
+    std::is_nothrow_swappable_v<std::iter_value_t<I>> &&
+    std::is_nothrow_move_constructible_v<std::iter_value_t<I>> &&
+    std::is_nothrow_move_assignable_v<std::iter_value_t<I>>;
+
+/// Sorts a run of a parallel sort serially: std::sort where nothing can throw (it keeps no
+/// promise after an exception, but then there is none), serial_sort otherwise.
+template <typename I, typename Comp>
+void sort_run(I first, std::size_t n, Comp &comp, int depth) {
+  if constexpr (sort_cannot_throw<I, Comp>) {
+    std::sort(first, nth(first, n), comp);
+  } else {
+    serial_sort(first, n, comp, depth);
+  }
 }
 
 /// The introsort depth limit for n elements.
