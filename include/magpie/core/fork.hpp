@@ -308,11 +308,7 @@ rejected_request diagnose_not_async() {
 template <typename Fn, typename... Args>
 consteval bool check_fork_lifetimes() {
   constexpr fork_args_verdict v = check_fork_args<Fn, Args...>();
-  static_assert(v != fork_args_verdict::reference_to_temp,
-                "magpie::fork: a reference parameter of the child would bind to a temporary (an "
-                "rvalue argument, or an lvalue that needs a conversion), which dies when the "
-                "parent's continuation is stolen while the child runs. Pass an lvalue of the "
-                "parameter's type that outlives the join, or take the parameter by value");
+  // reference_to_temp: reported where it is found (detail/signature.hpp), naming the parameter.
   static_assert(
       v != fork_args_verdict::temporary_callable,
       "magpie::fork: a lambda with captures (or a function object with state) passed as a "

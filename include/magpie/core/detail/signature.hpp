@@ -134,6 +134,37 @@ struct nth_type<0, T, Rest...> {
   using type = T;
 };
 
+template <typename T>
+inline constexpr bool always_false_v = false;
+
+/// Instantiated only when parameter number `Parameter` (counted from 1) of a forked child, of
+/// type ParameterType, would bind to a temporary made from an argument of type ArgumentType: the
+/// compiler's note on this instantiation names all three.
+template <std::size_t Parameter, typename ParameterType, typename ArgumentType>
+consteval void forked_reference_parameter_binds_to_a_temporary() {
+  static_assert(always_false_v<ParameterType>,
+                "magpie::fork: a reference parameter of the child would bind to a temporary (an "
+                "rvalue argument, or an lvalue that needs a conversion), which dies when the "
+                "parent's continuation is stolen while the child runs. The template arguments "
+                "of forked_reference_parameter_binds_to_a_temporary<N, P, A> name it: parameter "
+                "number N (from 1), of type P, given an argument of type A. Pass an lvalue of the "
+                "parameter's type that outlives the join, or take the parameter by value");
+}
+
+/// The index of the first parameter of `P...` that would bind to a temporary made from its
+/// argument in `A...` (sizeof...(A) >= 1 of them), or sizeof...(A) if none would.
+template <typename... P, typename... A, std::size_t... I>
+consteval std::size_t first_unsafe_binding(type_list<P...>, type_list<A...>,
+                                           std::index_sequence<I...>) {
+  bool const safe[] = {binds_safely<typename nth_type<I, P...>::type, A>...};
+  for (std::size_t i = 0; i < sizeof...(A); ++i) {
+    if (!safe[i]) {
+      return i;
+    }
+  }
+  return sizeof...(A);
+}
+
 template <typename... P, typename... A>
 consteval fork_args_verdict check_parameters(type_list<P...>, type_list<A...>) {
   constexpr std::size_t np = sizeof...(P);
@@ -149,10 +180,16 @@ consteval fork_args_verdict check_parameters(type_list<P...>, type_list<A...>) {
         return fork_args_verdict::default_reference;
       }
     }
-    bool const ok = []<std::size_t... I>(std::index_sequence<I...>) {
-      return (binds_safely<typename nth_type<I, P...>::type, A> && ...);
-    }(std::make_index_sequence<na>{});
-    return ok ? fork_args_verdict::safe : fork_args_verdict::reference_to_temp;
+    constexpr std::size_t bad = na == 0 ? 0
+                                        : first_unsafe_binding(type_list<P...>{}, type_list<A...>{},
+                                                               std::make_index_sequence<na>{});
+    if constexpr (bad == na) {
+      return fork_args_verdict::safe;
+    } else {
+      forked_reference_parameter_binds_to_a_temporary<bad + 1, typename nth_type<bad, P...>::type,
+                                                      typename nth_type<bad, A...>::type>();
+      return fork_args_verdict::reference_to_temp;
+    }
   }
 }
 
