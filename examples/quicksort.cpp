@@ -84,7 +84,7 @@ magpie::task<void> quicksort(std::span<int> v) {
     // Scratch memory on this task's stack, allocated before the first fork and freed (at the end
     // of this block) after the last join: a FILO, overflow-free alloca.
     auto counts = co_await magpie::stack_alloc<block_counts>(blocks);
-    auto scratch = co_await magpie::stack_alloc<int>(v.size());
+    auto scratch = co_await magpie::stack_alloc_uninitialized<int>(v.size()); // written first
 
     for (std::size_t i = 0; i < blocks; ++i) { // pass 1: count, one child per block
       co_await magpie::fork(&counts[i], count_block, block(v, i), pivot);

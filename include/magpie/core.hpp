@@ -26,6 +26,7 @@ using core::call;
 using core::fork;
 using core::join;
 using core::stack_alloc;
+using core::stack_alloc_uninitialized;
 using core::stack_array;
 using core::stop_scope;
 using core::task;

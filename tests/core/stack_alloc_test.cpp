@@ -83,6 +83,42 @@ task<long> array_tree(int level, int tag) {
   co_return bad + left + right;
 }
 
+/// stack_alloc_uninitialized skips the zero-fill: the bytes a freed array left are still there
+/// (the stack reuses them, FILO), where stack_alloc would have zeroed them.
+task<long> uninitialized_arrays(std::size_t n) {
+  long bad = 0;
+  {
+    auto scratch = co_await stack_alloc<std::uint64_t>(n);
+    for (auto &x : scratch) {
+      x = 0xabababababababab;
+    }
+  }
+  {
+    auto raw = co_await magpie::stack_alloc_uninitialized<std::uint64_t>(n);
+    EXPECT_EQ(raw.size(), n);
+    for (auto x : raw) {
+      bad += x == 0xabababababababab ? 0 : 1; // not zeroed: what the freed array left
+    }
+    fill(raw, 7); // usable as any array, across a fork–join scope
+    long w = 0;
+    co_await fork(&w, fib, 12);
+    co_await join();
+    bad += w == serial_fib(12) ? 0 : 1;
+    bad += damaged(raw, 7);
+  }
+  auto zeroed = co_await stack_alloc<std::uint64_t>(n); // the same bytes, value-initialised
+  for (auto x : zeroed) {
+    bad += x == 0 ? 0 : 1;
+  }
+  co_return bad;
+}
+
+TEST_P(stack_alloc_test, uninitialized_arrays_are_not_zero_filled) {
+  for (std::size_t n : {std::size_t{1}, std::size_t{100}, std::size_t{1} << 16}) {
+    EXPECT_EQ(m_sched.run(uninitialized_arrays, n), 0) << n;
+  }
+}
+
 TEST_P(stack_alloc_test, nested_arrays_in_a_tree_of_tasks) {
   EXPECT_EQ(m_sched.run(array_tree, 5, 1), 0);
   EXPECT_EQ(m_sched.run(array_tree, 5, 1), 0);

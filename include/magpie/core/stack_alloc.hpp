@@ -2,6 +2,7 @@
 // magpie/core/stack_alloc.hpp — temporary arrays on the task's own segmented stack.
 //
 //   auto buf = co_await magpie::stack_alloc<double>(n);  // n value-initialised doubles
+//   auto tmp = co_await magpie::stack_alloc_uninitialized<double>(n); // n, not initialised
 //   ... use buf[i], buf.span() ...
 //                                                      // freed when `buf` goes out of scope
 //
@@ -29,7 +30,7 @@
 
 namespace magpie::core {
 
-template <typename T>
+template <typename T, bool Initialise = true>
 struct stack_alloc_awaitable;
 
 /// An array of T on the task's stack; neither copyable nor movable (it must die in FILO order).
@@ -89,10 +90,14 @@ public:
   std::span<T> span() const noexcept { return {m_data, m_size}; }
 
 private:
-  template <typename>
+  template <typename, bool>
   friend struct stack_alloc_awaitable;
 
-  stack_array(frame_base *owner, std::size_t n) : m_owner(owner), m_size(n) {
+  /// Value-initialises the elements, or (Initialise false: trivially default-constructible T
+  /// only) leaves them uninitialised.
+  template <bool Initialise>
+  stack_array(frame_base *owner, std::size_t n, std::bool_constant<Initialise>)
+      : m_owner(owner), m_size(n) {
     if (n == 0) {
       return;
     }
@@ -112,11 +117,15 @@ private:
     void *mem = s.allocate(frame_base::array_header_bytes + n * sizeof(T)); // may throw (hook)
     T *elements =
         reinterpret_cast<T *>(static_cast<std::byte *>(mem) + frame_base::array_header_bytes);
-    try {
-      std::uninitialized_value_construct_n(elements, n);
-    } catch (...) {
-      s.deallocate(mem);
-      throw;
+    if constexpr (Initialise) {
+      try {
+        std::uninitialized_value_construct_n(elements, n);
+      } catch (...) {
+        s.deallocate(mem);
+        throw;
+      }
+    } else { // trivially default-constructible: starting the elements' lifetimes does nothing
+      std::uninitialized_default_construct_n(elements, n);
     }
     m_data = elements;
   }
@@ -142,8 +151,9 @@ private:
   std::size_t m_size;
 };
 
-/// What `co_await stack_alloc<T>(n)` becomes inside a task.
-template <typename T>
+/// What `co_await stack_alloc<T>(n)` (Initialise) or `stack_alloc_uninitialized<T>(n)` becomes
+/// inside a task.
+template <typename T, bool Initialise>
 struct stack_alloc_awaitable {
   frame_base *m_owner; ///< the task that allocates
   std::size_t m_count; ///< number of elements
@@ -152,23 +162,42 @@ struct stack_alloc_awaitable {
   bool await_ready() const noexcept { return true; }
   /// Not called (await_ready is true).
   void await_suspend(std::coroutine_handle<>) const noexcept {}
-  /// Allocates and value-initialises the array; throws what the stacklet allocator or T's
-  /// constructor throws.
-  stack_array<T> await_resume() const { return stack_array<T>(m_owner, m_count); }
+  /// Allocates the array and value-initialises it (or not); throws what the stacklet allocator or
+  /// T's constructor throws.
+  stack_array<T> await_resume() const {
+    return stack_array<T>(m_owner, m_count, std::bool_constant<Initialise>{});
+  }
 };
 
 namespace detail {
-template <typename T>
+template <typename T, bool Initialise>
 struct [[nodiscard("co_await it")]] stack_alloc_request {
   using magpie_awaitable = void;
   std::size_t m_count;
-  stack_alloc_awaitable<T> magpie_bind(frame_base &self) const noexcept { return {&self, m_count}; }
+  stack_alloc_awaitable<T, Initialise> magpie_bind(frame_base &self) const noexcept {
+    return {&self, m_count};
+  }
 };
 } // namespace detail
 
 /// Allocates `n` value-initialised T on the current task's stack.
 template <typename T>
-detail::stack_alloc_request<T> stack_alloc(std::size_t n) noexcept {
+detail::stack_alloc_request<T, true> stack_alloc(std::size_t n) noexcept {
+  return {n};
+}
+
+/// Allocates `n` T on the current task's stack without initialising them, for buffers that are
+/// written before they are read (a merge's output, a scratch array): their values are
+/// indeterminate until assigned, and reading one first is undefined behaviour. Saves
+/// stack_alloc's zero-filling pass (n · sizeof(T) bytes written). T must be trivially
+/// default-constructible (and is trivially destroyed); otherwise use stack_alloc, which
+/// constructs the elements.
+template <typename T>
+detail::stack_alloc_request<T, false> stack_alloc_uninitialized(std::size_t n) noexcept {
+  static_assert(std::is_trivially_default_constructible_v<T>,
+                "magpie::stack_alloc_uninitialized needs a trivially default-constructible T "
+                "(ints, doubles, pointers, aggregates of them); use magpie::stack_alloc<T>(n), "
+                "which constructs the elements");
   return {n};
 }
 
