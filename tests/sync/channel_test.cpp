@@ -678,7 +678,8 @@ TEST(channel_sender_plain, copies_count_moves_hand_over_and_the_last_one_closes)
   b.reset(); // an empty handle: nothing
   magpie::channel_sender<int> d(ch);
   d = c; // d leaves (not the last: a and c remain), then joins as a copy of c
-  d = d; // self-assignment keeps the count
+  auto &same = d;
+  d = same; // self-assignment keeps the count
   EXPECT_EQ(ch.try_send(1), send_status::sent);
   a.reset();
   c.reset();
