@@ -85,7 +85,7 @@ T scan_and_reduce_block(I in, O out, std::size_t len, std::optional<T> carry, Op
     }
     return sum;
   };
-  if (len < min_runs_len) {
+  if (len < min_grouped_len) {
     return fold(std::move(x0), 1, len);
   }
   if constexpr (reorderable<Op, T>) { // four interleaved accumulators

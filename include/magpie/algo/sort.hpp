@@ -23,7 +23,6 @@
 // how; a move that throws must leave its operands as they were, and not throw again at once).
 
 #include <algorithm>
-#include <bit>
 #include <concepts>
 #include <cstddef>
 #include <functional>

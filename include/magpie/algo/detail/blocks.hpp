@@ -32,8 +32,9 @@ inline block_plan plan_blocks(std::size_t n, std::size_t grain) noexcept {
   return {s, (n + s - 1) / s};
 }
 
-/// Blocks shorter than this are folded left to right in one chain.
-inline constexpr std::size_t min_runs_len = 8;
+/// Blocks shorter than this are folded left to right in one chain; longer ones in one of the
+/// two groupings of block_reduce.
+inline constexpr std::size_t min_grouped_len = 8;
 
 /// The generalized sum of `tr(first[0]) … tr(first[len − 1])` (len >= 1) under `op`, in a fixed
 /// grouping that depends only on len (operation.hpp): when `op` may reorder (reorderable<Op, T>),
@@ -42,7 +43,7 @@ inline constexpr std::size_t min_runs_len = 8;
 /// operands' order, reads memory in one stream and still lets the CPU overlap operations.
 template <typename T, typename I, typename Op, typename Tr>
 T block_reduce(I first, std::size_t len, Op &op, Tr &tr) {
-  if (len < min_runs_len) {
+  if (len < min_grouped_len) {
     T acc = std::invoke(tr, at(first, 0));
     for (std::size_t i = 1; i < len; ++i) {
       acc = std::invoke(op, std::move(acc), std::invoke(tr, at(first, i)));
