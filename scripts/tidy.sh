@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Runs clang-tidy 16 (.clang-tidy) over magpie's library sources, tests and examples, using the
-# compile commands of a Clang build (default build/dev-clang: configured here if needed). The
-# public headers are checked through the translation units that include them. Any finding fails.
+# compile commands of a Clang configuration (default build/tidy: the dev-clang preset without the
+# tests' precompiled header, so that each test file is checked as written; configured here, not
+# built). The public headers are checked through the translation units that include them. Any
+# finding fails.
 # Usage: scripts/tidy.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build/dev-clang}
+build=${1:-build/tidy}
 if [ ! -f "$build/compile_commands.json" ]; then
-  cmake --preset dev-clang >/dev/null
+  cmake --preset dev-clang -B "$build" -DMAGPIE_TEST_PCH=OFF >/dev/null
 fi
 # Every source file of the library, its tests and examples, except the programs that must not
 # compile (tests/compile_fail) and the benchmarks (built with other runtimes' headers).

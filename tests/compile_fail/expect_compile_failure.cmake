@@ -1,8 +1,13 @@
-# Compiles SOURCE with CXX (-fsyntax-only) and succeeds only if compilation FAILS with a
-# diagnostic matching EXPECT. With EXPECT empty ("control"), succeeds only if it compiles.
-#   cmake -DCXX=... -DSOURCE=... -DINCLUDE=... [-DEXPECT=regex] -P expect_compile_failure.cmake
+# Compiles SOURCE with CXX (-fsyntax-only, STD_FLAG, FLAGS) and succeeds only if compilation FAILS
+# with a diagnostic matching EXPECT. With EXPECT empty ("control"), succeeds only if it compiles.
+#   cmake -DCXX=... [-DFLAGS=...] [-DSTD_FLAG=-std=c++20] -DSOURCE=... -DINCLUDE=...
+#         [-DEXPECT=regex] -P expect_compile_failure.cmake
+if(NOT STD_FLAG)
+  set(STD_FLAG -std=c++20)
+endif()
+separate_arguments(flags UNIX_COMMAND "${FLAGS}")
 execute_process(
-  COMMAND ${CXX} -std=c++20 -fsyntax-only -I${INCLUDE} ${SOURCE}
+  COMMAND ${CXX} ${STD_FLAG} ${flags} -fsyntax-only -I${INCLUDE} ${SOURCE}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 set(log "${out}${err}")
 if(NOT DEFINED EXPECT OR EXPECT STREQUAL "")
