@@ -66,7 +66,7 @@ def main():
                 notes.append(f"  [{preset}] shard.{binary}.{index}\n      the shard failed ({status})"
                              " and no report of its cases says why: see its output in the log\n")
     print(passed, failed, skipped)
-    for line in lines:
+    for line in sorted(lines, key=lambda l: l.split("\t")[2]):
         print(line)
     with open(excerpts, "a", encoding="utf-8") as out:
         out.writelines(notes)
