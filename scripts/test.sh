@@ -222,8 +222,8 @@ if [ -s "$tmp/failed" ]; then
 fi
 echo "time per stage (s): configure, build, run (tests or check), total"
 awk -F'\t' -v total=$(($(date +%s) - started)) '
-  { printf "  %-22s %9s %7s %7s %7d\n", $1, $2, $3, $4, ($2 + 0) + ($3 + 0) + ($4 + 0) }
-  END { printf "  %-22s %9s %7s %7s %7d (%d min)\n", "all", "", "", "", total, (total + 30) / 60 }
+  { printf "  %-28s %9s %7s %7s %7d\n", $1, $2, $3, $4, ($2 + 0) + ($3 + 0) + ($4 + 0) }
+  END { printf "  %-28s %9s %7s %7s %7d (%d min)\n", "all", "", "", "", total, (total + 30) / 60 }
 ' "$tmp/times"
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
 if ((${#failed_presets[@]})); then
