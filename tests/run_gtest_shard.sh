@@ -25,6 +25,17 @@ with_prefix() {
 }
 # True if report $1 exists and records a failed case.
 has_failure() { [ -f "$1" ] && grep -q '<failure' "$1"; }
+# Writes report FILE with one failed case: write_failure FILE SUITE TEST MESSAGE DETAILS.
+write_failure() {
+  cat >"$1" <<EOF
+<?xml version="1.0" encoding="UTF-8"?>
+<testsuites><testsuite name="$2">
+<testcase name="$3" status="run" result="completed" classname="$2">
+<failure message="$4">$4
+$5</failure>
+</testcase></testsuite></testsuites>
+EOF
+}
 
 export GTEST_TOTAL_SHARDS=$count GTEST_SHARD_INDEX=$index
 timeout -k 10 "$limit" "$binary" --gtest_output="xml:$xml"
@@ -61,25 +72,14 @@ for case in "${cases[@]}"; do
     tail=$(printf '%s\n' "$log" | tail -n 12 | sed 's/&/\&amp;/g; s/</\&lt;/g; s/>/\&gt;/g; s/"/\&quot;/g')
     why="exit status $st"
     ((st == 124 || st == 137)) && why="timed out after 300 s"
-    cat >"$one" <<EOF
-<?xml version="1.0" encoding="UTF-8"?>
-<testsuites><testsuite name="$suite">
-<testcase name="$test" status="run" result="completed" classname="$suite">
-<failure message="the process ended abnormally: $why">the process ended abnormally: $why
-$tail</failure>
-</testcase></testsuite></testsuites>
-EOF
+    write_failure "$one" "$suite" "$test" "the process ended abnormally: $why" "$tail"
   fi
   with_prefix "$one"
 done
 if ((!any_failed)); then
   # Each case passes alone but not in one process with the others: a failure of its own.
-  cat >"$results/$name.$index.0.xml" <<EOF
-<?xml version="1.0" encoding="UTF-8"?>
-<testsuites><testsuite name="$name">
-<testcase name="shard_$index" status="run" result="completed" classname="${prefix}$name">
-<failure message="shard $index of $count ended with status $status, but each of its ${#cases[@]} cases passes on its own: they interfere (state left behind by one case, or a report at exit)">see the shard's output above</failure>
-</testcase></testsuite></testsuites>
-EOF
+  write_failure "$results/$name.$index.0.xml" "${prefix}$name" "shard_$index" \
+    "shard $index of $count ended with status $status, but each of its ${#cases[@]} cases passes on its own: they interfere (state left behind by one case, or a report at exit)" \
+    "see the shard's output above"
 fi
 exit 1
