@@ -67,7 +67,13 @@ consumer_flags=(-DMAGPIE_SOURCE="$src" -DASIO=$((with_asio ? 1 : 0)) -Wno-dev --
 for mode in subdirectory fetchcontent package; do
   mode_flags=()
   # find_package(magpie) needs neither pkg-config nor, for a magpie built without it, hwloc.
-  if [ $mode = package ]; then mode_flags=(-DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=TRUE); fi
+  if [ $mode = package ]; then
+    mode_flags=(-DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=TRUE)
+  else
+    # These modes build the library again, with the consumer: unoptimised, since they test how
+    # magpie is found and linked, not how fast it runs (the last flags win over "${flags[@]}").
+    mode_flags=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0)
+  fi
   # Appended to what the caller passed: the prefix is searched first.
   cmake -S "$src/tests/install/consumer" -B "$work/$mode" "${flags[@]}" -DMODE=$mode \
     "${consumer_flags[@]}" "${mode_flags[@]}" \
@@ -81,7 +87,7 @@ done
 mkdir -p "$work/pkgconfig"
 consumer=$src/tests/install/consumer
 # shellcheck disable=SC2046 # pkg-config's output is a list of words
-"$cxx" -std=c++20 -O2 "$consumer"/{main,core,sched,sync,algo,io,trace}.cpp \
+"$cxx" -std=c++20 -O0 "$consumer"/{main,core,sched,sync,algo,io,trace}.cpp \
   -o "$work/pkgconfig/consumer" $(pkg-config --cflags --libs magpie)
 "$work/pkgconfig/consumer"
 echo "consumer via pkg-config ($(pkg-config --cflags --libs magpie)): ok"
