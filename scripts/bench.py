@@ -47,6 +47,9 @@ MUTEX_SIZES = ["magpie", "magpie-timed", "semaphore", "shared", "shared-read", "
                "std", "magpie-spaced", "magpie-timed-spaced", "semaphore-spaced", "shared-spaced",
                "shared-read-spaced", "shared-timed-spaced", "std-spaced"]
 LOOPS = {"zipf"}  # problems of the parallel-loop runtimes below
+# Plain binaries run after the suite, that measure every runtime themselves in one process
+# (their table goes to micro.txt); `--only NAME` runs just that one. edges: bench/edges.
+STANDALONE = {"edges"}
 ALGOS = {"algo"}
 
 PROBLEMS: dict[str, dict] = {
@@ -104,7 +107,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--paper", action="store_true", help="the paper's sizes (Table I): hours on 2 cores")
-    p.add_argument("--only", default="", help="comma-separated problems, or problem:size (e.g. fib,uts:T3)")
+    p.add_argument("--only", default="", help="comma-separated problems, or problem:size (e.g. fib,uts:T3); edges: the edges benchmark alone")
     p.add_argument("--runtimes", default=",".join(DEFAULT_RUNTIMES),
                    help=f"comma-separated, from {','.join(RUNTIMES)} (default: %(default)s)")
     p.add_argument("--workers", default="", help="comma-separated worker counts (default: 1..nproc)")
@@ -572,6 +575,8 @@ def main(argv: list[str]) -> int:
             if only and not any(o == problem or o == f"{problem}:{size}" for o in only):
                 continue
             selected.append((problem, size))
+    standalone = [o for o in only if o in STANDALONE]
+    only = [o for o in only if o not in STANDALONE]
     for o in only:
         if o.split(":")[0] not in PROBLEMS:
             print(f"error: unknown problem {o!r} (known: {', '.join(PROBLEMS)})", file=sys.stderr)
@@ -595,7 +600,7 @@ def main(argv: list[str]) -> int:
                 continue
             for p in ([1] if rt == "serial" else workers):
                 plan.append((binary, problem, size, rt, p))
-    if not plan:
+    if not plan and not standalone:
         print("error: nothing to measure: no requested problem × runtime has a binary", file=sys.stderr)
         for m in missing:
             print(f"  missing: {m}", file=sys.stderr)
@@ -702,15 +707,19 @@ def main(argv: list[str]) -> int:
             print(f"warning: plotting failed ({e!r}); the CSV/JSON results are complete")
 
     micro_ran: list[str] = []
-    if not args.no_micro and not only:
+    if standalone or (not args.no_micro and not only):
         micro_lines = []
+        edges_rows: list[dict] = []
         # sync_bench and sync_parked_memory (bench/sync): plain binaries that check their answers
         # and print "ERROR OCCURRED" (exit status 1) on a wrong one, like Google Benchmark.
-        for name in ["micro_fib_overhead", "micro_magpie", "sync_latency", "sync_bench",
-                     "sync_parked_memory", "io_timers", "io_server"]:
+        names = ["micro_fib_overhead", "micro_magpie", "sync_latency", "sync_bench",
+                 "sync_parked_memory", "io_timers", "io_server", "edges"]
+        if only or standalone:
+            names = standalone
+        for name in names:
             exe = bindir / name
             if not exe.exists():
-                missing.append(f"{name} was not built" + ("" if name == "sync_latency" else " (libbenchmark-dev missing?)"))
+                missing.append(f"{name} was not built" + ("" if name in ("sync_latency", "edges") else " (libbenchmark-dev missing?)"))
                 print(f"\nMISSING: {missing[-1]}")
                 continue
             print(f"\nmicrobenchmarks: {name}", flush=True)
@@ -718,6 +727,14 @@ def main(argv: list[str]) -> int:
                 wait_quiet(args.wait_quiet)
             res = run_process([str(exe), "--benchmark_color=false"], 600)
             text = res["stdout"] + ("" if res["rc"] == 0 else f"\n(exit status {res['rc']})\n" + res["stderr"])
+            # edges: one @@EDGES {json} line per row (kept in edges.json, left out of the text)
+            # and a MISSING line per peer that was not built.
+            for line in res["stdout"].splitlines():
+                if line.startswith("@@EDGES "):
+                    edges_rows.append(json.loads(line[len("@@EDGES "):]))
+                elif line.startswith("MISSING: "):
+                    missing.append(line[len("MISSING: "):])
+            text = "\n".join(l for l in text.splitlines() if not l.startswith("@@EDGES ")) + "\n"
             # Google Benchmark reports a run that called SkipWithError (micro_fib_overhead: a
             # wrong fib) as "ERROR OCCURRED"; the binary then also exits 1.
             errors = [l.strip() for l in res["stdout"].splitlines() if "ERROR OCCURRED" in l]
@@ -726,7 +743,7 @@ def main(argv: list[str]) -> int:
                                 + ("  (timed out)" if res["timed_out"] else ""))
             else:
                 micro_ran.append(name + (" (every fib checked)" if name == "micro_fib_overhead"
-                                         else " (every round trip checked)" if name == "sync_latency"
+                                         else " (every round trip checked)" if name in ("sync_latency", "edges")
                                          else " (answers checked)" if name.startswith(("sync_", "io_"))
                                          else " (no answers to check)"))
             if (res.get("other_cores") or 0) > NOISE_CORES:
@@ -735,6 +752,9 @@ def main(argv: list[str]) -> int:
             print(text.rstrip())
         if micro_lines:
             (outdir / "micro.txt").write_text("\n".join(micro_lines))
+        if edges_rows:
+            with open(outdir / "edges.json", "w") as f:
+                json.dump({"machine": info, "rows": edges_rows}, f, indent=1)
 
     latest = Path(args.results) / "latest"
     try:
@@ -747,6 +767,7 @@ def main(argv: list[str]) -> int:
         shutil.copytree(outdir, latest)
     print(f"\nresults: {outdir} (also {latest}): results.csv, results.json, summary.txt"
           + (", micro.txt" if (outdir / "micro.txt").exists() else "")
+          + (", edges.json" if (outdir / "edges.json").exists() else "")
           + (", " + ", ".join(plots) if plots else ""))
     # What ran, what was missing, what failed: "all checks passed" only when all three say so.
     checked = sum(1 for r in rows if r.get("check") == "OK")
@@ -755,7 +776,8 @@ def main(argv: list[str]) -> int:
           f"{unref} without one but agreeing across runtimes and worker counts, "
           f"{len(rows) - checked - unref} failed); self-test "
           + ("passed" if ran_selftest else "NOT RUN")
-          + ("; microbenchmarks: not requested (--only or --no-micro)" if args.no_micro or only
+          + ("; microbenchmarks: not requested (--only or --no-micro)"
+             if (args.no_micro or only) and not standalone
              else f"; microbenchmarks passed: {', '.join(micro_ran) or 'none'}"))
     if missing:
         print(f"MISSING: {len(missing)} requested item(s) did not run:")

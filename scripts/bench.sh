@@ -7,6 +7,7 @@
 #   ./scripts/bench.sh --only fib,uts:T3 --workers 1,2 --reps 3
 #   ./scripts/bench.sh --compiler clang     # Clang 16 (OpenMP peer: LLVM's libomp)
 #   ./scripts/bench.sh --paper              # the paper's sizes (Table I): hours on 2 cores
+#   ./scripts/bench.sh --only edges         # entering the pool from ordinary code (bench/edges)
 #
 # Results: results/<timestamp>/ and results/latest (see bench/README.md).
 set -euo pipefail
