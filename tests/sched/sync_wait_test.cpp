@@ -3,9 +3,11 @@
 // nesting across schedulers, statistics, pools' lifetime (stacklets all come back), and idle
 // lazy pools that must wake for every submission.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <iterator>
 #include <memory>
 #include <stdexcept>
@@ -131,10 +133,13 @@ TEST(sync_wait, many_threads_on_small_lazy_and_busy_pools) {
   }
 }
 
-// The caller polls for 4 µs before it sleeps (protocols §9.1, "sync_wait's caller"): roots that
-// end before, around and after that moment, from three threads at once, each root's job on its
-// caller's stack. A completer that touched the job after its exchange of `done` would touch a
-// returned caller's frame (ASan, TSan); a lost wake-up would leave a caller asleep (the watchdog).
+// The caller polls for its thread's budget (4 to 100 µs, adapted to its recent waits) before it
+// sleeps (protocols §9.1, "sync_wait's caller"): roots that end before, around and after that
+// moment, from three threads at once, each root's job on its caller's stack; the longest (~1 ms)
+// end after any budget, so every caller also sleeps and is woken, with a budget that the
+// shorter roots have raised. A completer that touched the job after its exchange of `done` would
+// touch a returned caller's frame (ASan, TSan); a lost wake-up would leave a caller asleep (the
+// watchdog).
 task<long> busy_for(std::uint64_t iters, long v) {
   (void)spin_work(iters);
   co_return v;
@@ -144,7 +149,7 @@ TEST(sync_wait, roots_that_end_while_the_caller_polls_or_sleeps) {
   watchdog dog(current_test_name());
   int const iterations = scaled(600, 150);
   // From nothing to well past the polling window (a few ns per iteration).
-  std::uint64_t const lengths[] = {0, 100, 500, 1000, 2000, 4000, 20000};
+  std::uint64_t const lengths[] = {0, 100, 500, 1000, 2000, 4000, 20000, 300000};
   auto const run = [&](magpie::pool &pool) {
     std::atomic<long> wrong{0};
     auto const caller = [&](int seed) {
@@ -171,6 +176,108 @@ TEST(sync_wait, roots_that_end_while_the_caller_polls_or_sleeps) {
     magpie::lazy_pool pool(1);
     run(pool);
   }
+}
+
+task<long> sleep_then(std::chrono::milliseconds d, long v) {
+  std::this_thread::sleep_for(d); // blocks the worker, not the caller: the caller must sleep too
+  co_return v;
+}
+
+// The polling budget adapts (core/detail/thread_wait.hpp): waits that sleep yet end within the
+// ceiling raise it, a wait longer than the ceiling halves it, and it stays between floor and
+// ceiling. Roots of ~20 µs (spin_work calibrated here: sanitizers slow it down): on a loaded
+// machine some take longer, so the test asks only that the budget rose above the floor at some
+// point.
+TEST(sync_wait, the_polling_budget_rises_for_short_waits_and_falls_after_a_long_one) {
+  watchdog dog(current_test_name());
+  using magpie::core::detail::poll_budget;
+  using magpie::core::detail::poll_ceiling;
+  using magpie::core::detail::poll_floor;
+  std::uint64_t const probe = 100000;
+  long probe_ns = 0; // the fastest of three: a preempted probe would shorten the roots
+  for (int i = 0; i < 3; ++i) {
+    auto const t0 = std::chrono::steady_clock::now();
+    (void)spin_work(probe);
+    long const ns = static_cast<long>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
+    probe_ns = i == 0 ? ns : std::min(probe_ns, ns);
+  }
+  std::uint64_t const short_iters =
+      std::max<std::uint64_t>(1, probe * 20'000 / static_cast<std::uint64_t>(probe_ns + 1));
+  magpie::lazy_pool pool(1);
+  poll_budget() = poll_floor;
+  auto highest = poll_budget();
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(magpie::sync_wait(pool, busy_for, short_iters, long{i}), i);
+    highest = std::max(highest, poll_budget());
+    ASSERT_GE(poll_budget(), poll_floor);
+    ASSERT_LE(poll_budget(), poll_ceiling);
+  }
+  EXPECT_GT(highest, poll_floor) << "no wait of ~20 µs raised the budget";
+  poll_budget() = poll_ceiling;
+  // 2 ms, far longer than the ceiling: the budget halves.
+  ASSERT_EQ(magpie::sync_wait(pool, sleep_then, std::chrono::milliseconds(2), long{7}), 7);
+  EXPECT_LE(poll_budget(), poll_ceiling / 2);
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(magpie::sync_wait(pool, sleep_then, std::chrono::milliseconds(2), long{i}), i);
+  }
+  EXPECT_EQ(poll_budget(), poll_floor) << "long waits bring the budget back to the floor";
+}
+
+// The budget's arithmetic (adapt_poll): a wait that slept yet ended within the ceiling sets the
+// budget to twice its length (never lower, never above the ceiling), one that ended while
+// polling keeps it, one on a shared core drops it to the floor, one longer than the ceiling
+// halves it, down to the floor.
+TEST(sync_wait, the_polling_budget_follows_the_waits) {
+  using magpie::core::detail::adapt_poll;
+  using magpie::core::detail::poll_budget;
+  using magpie::core::detail::poll_ceiling;
+  using magpie::core::detail::poll_floor;
+  using magpie::core::detail::wait_end;
+  using us = std::chrono::microseconds;
+  poll_budget() = poll_floor;
+  adapt_poll(us(30), wait_end::slept);
+  EXPECT_EQ(poll_budget(), us(60));
+  adapt_poll(us(10), wait_end::slept); // shorter than the budget already is: kept
+  EXPECT_EQ(poll_budget(), us(60));
+  adapt_poll(us(90), wait_end::polled); // ended while polling: kept
+  EXPECT_EQ(poll_budget(), us(60));
+  adapt_poll(us(80), wait_end::slept);
+  EXPECT_EQ(poll_budget(), poll_ceiling);
+  adapt_poll(us(500), wait_end::slept);
+  EXPECT_EQ(poll_budget(), poll_ceiling / 2);
+  adapt_poll(us(500), wait_end::polled); // a long wait, however it ended
+  EXPECT_EQ(poll_budget(), poll_ceiling / 4);
+  adapt_poll(us(12), wait_end::shared); // spinning beside the worker it waits for: stop that
+  EXPECT_EQ(poll_budget(), poll_floor);
+  adapt_poll(us(40), wait_end::slept);
+  EXPECT_EQ(poll_budget(), us(80));
+  for (int i = 0; i < 10; ++i) {
+    adapt_poll(std::chrono::milliseconds(5), wait_end::slept);
+  }
+  EXPECT_EQ(poll_budget(), poll_floor);
+}
+
+/// CPU time the calling thread has used.
+std::chrono::nanoseconds thread_cpu_time() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+// A caller whose budget is at its ceiling still sleeps through a long root: over 300 ms of
+// waiting its thread uses about the budget (0.1 ms) of CPU, not the 300 ms an unbounded poll
+// would. Bound: 30 ms (a sleeping thread uses none; margin for a loaded machine).
+TEST(sync_wait, a_caller_with_a_raised_budget_still_sleeps_through_a_long_root) {
+  watchdog dog(current_test_name());
+  magpie::lazy_pool pool(1);
+  magpie::core::detail::poll_budget() = magpie::core::detail::poll_ceiling;
+  auto const cpu0 = thread_cpu_time();
+  ASSERT_EQ(magpie::sync_wait(pool, sleep_then, std::chrono::milliseconds(300), long{5}), 5);
+  auto const used = thread_cpu_time() - cpu0;
+  EXPECT_LT(used, std::chrono::milliseconds(30))
+      << "the waiting thread used " << used.count() / 1000 << " µs of CPU";
 }
 
 // --- sync_wait from inside

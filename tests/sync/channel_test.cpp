@@ -546,7 +546,7 @@ TEST(channel_ring, ping_pong_with_a_thread_loses_no_wake_up) {
   }
 }
 
-// A plain thread's blocking wait polls its one-shot word for 4 µs before it sleeps
+// A plain thread's blocking wait polls its one-shot word for 4 to 100 µs before it sleeps
 // (sync/detail/blocking.hpp, protocols §9.1): a task that sends or receives before, around and
 // after that moment, on an unbuffered channel (the value goes through the waiter's slot, which
 // the word's release/acquire publishes) and on a ring of one. A waker that touched the waiter

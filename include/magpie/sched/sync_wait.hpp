@@ -5,7 +5,9 @@
 //   long r = magpie::sync_wait(pool, fib, 40);
 //
 // Blocks the calling thread until the root task completes and returns its value, or rethrows its
-// exception (polling for up to 4 µs before it sleeps: a short root costs no system call). Any
+// exception. The caller polls before it sleeps, for 4 to 100 µs adapted to how long its recent
+// waits took (core/detail/thread_wait.hpp): a short root, or a loop called again and again from
+// the same thread, costs no system call and no wake-up. Any
 // number of threads may call sync_wait on one scheduler at once. Calling it from a worker of the
 // same scheduler would deadlock a one-worker pool, so it throws std::logic_error.
 

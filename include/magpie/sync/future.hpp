@@ -14,8 +14,9 @@
 // Reading: a future has one reader and is read once. `co_await f` (inside a task) and
 // `f.get()` (outside) return the value or rethrow the task's exception and leave `f` empty;
 // reading an empty future throws std::future_error (no_state). `wait()` / `wait_for(d)` block
-// without reading. A blocking wait polls for up to 4 µs (or until its deadline) before it
-// sleeps: a result due that soon costs no system call on either side. Blocking reads on a worker of
+// without reading. A blocking wait polls for 4 to 100 µs, adapted to the thread's recent waits
+// (or until its deadline), before it sleeps: a result due that soon costs no system call on
+// either side. Blocking reads on a worker of
 // the future's own pool (outside a co_await) are refused with std::logic_error unless the result is
 // ready (they would block the worker).
 //

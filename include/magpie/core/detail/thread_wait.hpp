@@ -1,16 +1,20 @@
 #pragma once
 // magpie/core/detail/thread_wait.hpp — a plain thread waits for a one-shot completion.
 //
-// One word per wait, three values; the waiting thread polls it for a few microseconds, then
-// sleeps on one of a few static mutex/condition-variable slots. Used wherever a plain thread waits
+// One word per wait, three values; the waiting thread polls it for a while (4 to 100 µs, adapted
+// per thread to how long its recent waits took), then sleeps on one of a few static
+// mutex/condition-variable slots. Used wherever a plain thread waits
 // for something a worker finishes: sync_wait's root, a future's get(), and a plain thread queued
 // in a synchronisation primitive (sync/detail/blocking.hpp). Protocol: docs/protocols.md §9.1.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <ctime>
 #include <mutex>
+#include <thread>
 
 #include "magpie/core/detail/pause.hpp"
 
@@ -45,47 +49,133 @@ inline void notify_thread(void const *key) noexcept {
   slot.cv.notify_all();             // done (the slot's other waits just look again)
 }
 
+/// How long a plain thread polls before it sleeps: at least `poll_floor` (less than a sleep and a
+/// wake-up cost the two threads, ~6 µs on a VM), at most `poll_ceiling`. Per thread, adapted after
+/// each wait (`adapt_poll`): a thread that waits again and again for work of a few tens of
+/// microseconds (a loop called from main, a future read right after a short task) polls long
+/// enough to see the end without a sleep and a wake-up (~15-20 µs on a VM); a thread whose waits
+/// are long goes back to the floor within a few waits.
+inline constexpr std::chrono::nanoseconds poll_floor{4'000};
+inline constexpr std::chrono::nanoseconds poll_ceiling{100'000};
+/// Past this much polling the thread yields its core between polls: on a machine with more
+/// runnable threads than cores, the workers it waits for get the core.
+inline constexpr std::chrono::nanoseconds poll_yield_after{8'000};
+
+/// The calling thread's polling budget (thread_wait.hpp; tests read it).
+inline std::chrono::nanoseconds &poll_budget() noexcept {
+  thread_local std::chrono::nanoseconds budget = poll_floor;
+  return budget;
+}
+
+/// How a wait ended: seen while polling, seen while polling but on a shared core (while it
+/// yielded, the thread got less than half of the time: another runnable thread, perhaps the worker
+/// it waits for, shares its core), or after a sleep.
+enum class wait_end : unsigned char { polled, shared, slept };
+
+/// After a wait of `took` that ended as `how`: a wait longer than poll_ceiling halves the budget;
+/// one on a shared core drops it to the floor (the thread soon sleeps, and the operating system
+/// wakes it on an idle core: a thread that spins beside the worker it waits for delays it); one
+/// that slept yet ended within poll_ceiling raises the budget to twice its length (so that the
+/// next one like it ends while polling); one that ended while polling keeps it. Between floor
+/// and ceiling always.
+inline void adapt_poll(std::chrono::nanoseconds took, wait_end how) noexcept {
+  std::chrono::nanoseconds &budget = poll_budget();
+  if (took > poll_ceiling) {
+    budget = std::max(poll_floor, budget / 2);
+  } else if (how == wait_end::shared) {
+    budget = poll_floor;
+  } else if (how == wait_end::slept) {
+    budget = std::clamp(2 * took, budget, poll_ceiling);
+  }
+}
+
+/// CPU time the calling thread has used (a system call: read only once a poll yields).
+inline std::chrono::nanoseconds thread_cpu_now() noexcept {
+  timespec ts{};
+  (void)clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
 /// The waiting thread's side: blocks until `word` is `word_done` (acquire: the completer's writes
-/// are visible), or until `deadline` (then false). It first polls for up to 4 µs — less than a
-/// sleep and a wake-up cost the two threads (~6 µs on a VM) — or until the deadline if sooner (a
-/// deadline already past: no polling); while it polls the word stays `pending`, so a completion
+/// are visible), or until `deadline` (then false). It first polls for its thread's poll_budget()
+/// — or until the deadline if sooner (a deadline already past: no polling), yielding its core
+/// between polls after poll_yield_after; while it polls the word stays `pending`, so a completion
 /// then costs neither side a system call. Then it announces itself (`pending` →
 /// `thread_waiting`) and sleeps on the slot of `key`. Protocol: docs/protocols.md §9.1.
 template <typename Clock, typename Duration>
 bool wait_for_done(std::atomic<std::uintptr_t> &word, void const *key,
                    std::chrono::time_point<Clock, Duration> const *deadline) {
+  using std::chrono::steady_clock;
   auto const is_done = [&] { return word.load(std::memory_order_acquire) == word_done; };
-  auto const until = std::chrono::steady_clock::now() + std::chrono::microseconds(4);
+  auto const start = steady_clock::now();
+  auto const until = start + poll_budget();
+  auto const yield_from = start + poll_yield_after;
+  steady_clock::time_point yielding_since{}; // the first yield; then the CPU time at that point
+  std::chrono::nanoseconds cpu_since{0};
+  // Whether the thread shared its core while it yielded (less than half the time on its CPU,
+  // over at least 2 µs of yielding).
+  auto const shared = [&](steady_clock::time_point now) {
+    if (yielding_since == steady_clock::time_point{} ||
+        now - yielding_since < std::chrono::microseconds(2)) {
+      return false;
+    }
+    return 2 * (thread_cpu_now() - cpu_since) < now - yielding_since;
+  };
+  auto const finish_polled = [&] { // after a yield: was the core shared?
+    auto const now = steady_clock::now();
+    adapt_poll(now - start, shared(now) ? wait_end::shared : wait_end::polled);
+  };
   for (;;) {
     if (deadline != nullptr && Clock::now() >= *deadline) {
       break;
     }
     for (int i = 0; i < 32; ++i) {
       if (is_done()) {
+        if (yielding_since != steady_clock::time_point{}) {
+          finish_polled(); // else: ended within the budget before any yield: the budget stays
+        }
         return true;
       }
       cpu_pause();
     }
-    if (std::chrono::steady_clock::now() >= until) {
+    auto const now = steady_clock::now();
+    if (now >= until) {
       break;
     }
+    if (now >= yield_from) {
+      if (yielding_since == steady_clock::time_point{}) {
+        yielding_since = now;
+        cpu_since = thread_cpu_now();
+      }
+      std::this_thread::yield();
+    }
   }
+  bool const shared_core = shared(steady_clock::now()); // before a sleep blurs it
+  auto const finish_after_sleep = [&] {
+    adapt_poll(steady_clock::now() - start, shared_core ? wait_end::shared : wait_end::slept);
+  };
   std::uintptr_t w = word_pending;
   // acq_rel; on failure acquire: a result that became ready meanwhile is visible.
   if (!word.compare_exchange_strong(w, word_thread_waiting, std::memory_order_acq_rel,
                                     std::memory_order_acquire) &&
       w == word_done) {
+    finish_after_sleep();
     return true;
   }
-  thread_wait_slot &slot = thread_wait_slot_of(key);
-  std::unique_lock lock(slot.mutex);
-  // The completer stores `done` before taking this mutex to notify: we either see `done` here,
-  // or are waiting (the mutex released) when it notifies.
-  if (deadline == nullptr) {
-    slot.cv.wait(lock, is_done);
-    return true;
+  bool done = true;
+  {
+    thread_wait_slot &slot = thread_wait_slot_of(key);
+    std::unique_lock lock(slot.mutex);
+    // The completer stores `done` before taking this mutex to notify: we either see `done` here,
+    // or are waiting (the mutex released) when it notifies.
+    if (deadline == nullptr) {
+      slot.cv.wait(lock, is_done);
+    } else {
+      done = slot.cv.wait_until(lock, *deadline, is_done);
+    }
   }
-  return slot.cv.wait_until(lock, *deadline, is_done);
+  finish_after_sleep();
+  return done;
 }
 
 /// wait_for_done without a deadline.

@@ -6,7 +6,7 @@
 // thread's `blocking_waiter` lives on its own stack and is a `waiter` whose task handle is empty
 // (a task waiter's handle is set by park before it is queued); `release` and `release_all`
 // dispatch on that: a task is resubmitted to its pool, a thread's one-shot word is set to `done`
-// (core/detail/thread_wait.hpp: the thread polls it for up to 4 µs, then sleeps on a static
+// (core/detail/thread_wait.hpp: the thread polls it for 4 to 100 µs, then sleeps on a static
 // slot that the waker notifies). The waker's exchange of `done` is its last touch of the waiter
 // (a notify after it names only a static slot), so the waiter may vanish as soon as its thread
 // has seen `done`.
