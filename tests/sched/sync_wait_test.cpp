@@ -7,7 +7,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <ctime>
 #include <iterator>
 #include <memory>
 #include <stdexcept>
@@ -259,13 +258,6 @@ TEST(sync_wait, the_polling_budget_follows_the_waits) {
   EXPECT_EQ(poll_budget(), poll_floor);
 }
 
-/// CPU time the calling thread has used.
-std::chrono::nanoseconds thread_cpu_time() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
-}
-
 // A caller whose budget is at its ceiling still sleeps through a long root: over 300 ms of
 // waiting its thread uses about the budget (0.1 ms) of CPU, not the 300 ms an unbounded poll
 // would. Bound: 30 ms (a sleeping thread uses none; margin for a loaded machine).
@@ -273,9 +265,9 @@ TEST(sync_wait, a_caller_with_a_raised_budget_still_sleeps_through_a_long_root) 
   watchdog dog(current_test_name());
   magpie::lazy_pool pool(1);
   magpie::core::detail::poll_budget() = magpie::core::detail::poll_ceiling;
-  auto const cpu0 = thread_cpu_time();
+  auto const cpu0 = magpie::core::detail::thread_cpu_now();
   ASSERT_EQ(magpie::sync_wait(pool, sleep_then, std::chrono::milliseconds(300), long{5}), 5);
-  auto const used = thread_cpu_time() - cpu0;
+  auto const used = magpie::core::detail::thread_cpu_now() - cpu0;
   EXPECT_LT(used, std::chrono::milliseconds(30))
       << "the waiting thread used " << used.count() / 1000 << " µs of CPU";
 }
