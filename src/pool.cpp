@@ -290,8 +290,9 @@ struct worker : core::context {
   // Likewise the holds (tasks about to park) taken and ended on this worker (pool::hold/unhold).
   std::atomic<std::uint64_t> holds{0};
   std::atomic<std::uint64_t> unholds{0};
-  unsigned failures = 0; // consecutive rounds without work (owner only)
-  bool active = false;   // counted in pool::m_active (lazy pools; owner only)
+  std::atomic<bool> taken{false}; // a guest slot: a caller runs its root on it (run_root_here)
+  unsigned failures = 0;          // consecutive rounds without work (owner only)
+  bool active = false;            // counted in pool::m_active (lazy pools; owner only)
   rng random;
   std::thread thread;
 };
@@ -378,6 +379,12 @@ pool::pool(pool_options const &options, idle_policy policy)
   m_workers.reserve(workers);
   for (std::size_t i = 0; i < workers; ++i) {
     m_workers.push_back(std::make_unique<detail::worker>(this, i));
+  }
+  if (options.callers_run_roots) {
+    m_guests.reserve(workers);
+    for (std::size_t k = 0; k < workers; ++k) {
+      m_guests.push_back(std::make_unique<detail::worker>(this, workers + k));
+    }
   }
   registry::add(*this); // diagnostics find the pool (trace::dump, tools/gdb/magpie.py)
   m_thieves.store(workers, std::memory_order_relaxed); // every worker starts as a thief
@@ -472,9 +479,12 @@ std::size_t pool::in_flight() const noexcept {
 
 std::vector<core::worker_stats> pool::stats() const {
   std::vector<core::worker_stats> out;
-  out.reserve(m_workers.size());
+  out.reserve(m_workers.size() + m_guests.size());
   for (auto const &w : m_workers) {
     out.push_back(w->stats());
+  }
+  for (auto const &g : m_guests) {
+    out.push_back(g->stats());
   }
   return out;
 }
@@ -482,6 +492,10 @@ std::vector<core::worker_stats> pool::stats() const {
 core::observer *pool::exchange_observer_locked(core::observer *o) noexcept {
   MAGPIE_CHECK(!is_worker_thread(), "a pool's observer was changed from one of its own workers: "
                                     "it would wait for itself to leave the observer");
+  // Callers submit their roots from now on, so that the observer sees them run (guests are never
+  // observed). A guest that began before this store runs its root unobserved, as a root that
+  // began on a worker before the observer was installed is partly unobserved.
+  m_observed.store(o != nullptr, std::memory_order_release);
   for (auto &w : m_workers) {
     (void)w->exchange_observer(o); // waits until the worker is out of the previous one
   }
@@ -605,11 +619,15 @@ void pool::hold() {
 
 void pool::resubmit(job *j, std::size_t worker) noexcept {
   std::size_t const n = m_workers.size();
-  MAGPIE_CHECK(worker == core::ext::any_worker || worker < n,
+  MAGPIE_CHECK(worker == core::ext::any_worker || worker < n + m_guests.size(),
                "a suspended task was resumed on a worker index its pool does not have");
+  detail::worker *const own = calling_worker();
+  if (worker >= n) {
+    worker = core::ext::any_worker; // a guest runs only its own root's strand: any worker will do
+  }
   if (worker == core::ext::any_worker) {
 #if !MAGPIE_ASYMMETRIC_FENCES // (a steal there pays a heavy fence: keep this path for pops)
-    if (detail::worker *const own = calling_worker()) {
+    if (own != nullptr && !is_guest(*own)) {
       // A task of ours resumed it: keep it on our worker, lock-free, without a wake-up (we are
       // active, so a thief is awake: §6); idle thieves take it if we stay busy. The push cannot
       // fail once room is reserved; if reserving fails (no memory), use the locked queue below.
@@ -657,15 +675,22 @@ std::size_t pool::pending(std::atomic<std::uint64_t> const *foreign_ends,
   // start that happened before it, which the later loads see (the ends' stores are releases, our
   // loads acquires), so the starts we count are never fewer; equal sums mean none was pending
   // between the two passes. seq_cst loads: see finish_root and hold.
-  std::uint64_t ended = foreign_ends->load(std::memory_order_seq_cst);
-  for (auto const &w : m_workers) {
-    ended += ((*w).*ends).load(std::memory_order_seq_cst);
-  }
-  std::uint64_t started =
-      foreign_starts != nullptr ? foreign_starts->load(std::memory_order_seq_cst) : 0;
-  for (auto const &w : m_workers) {
-    started += ((*w).*starts).load(std::memory_order_seq_cst);
-  }
+  // Guests count on their slots as workers do: a slot's successive holders are ordered by its
+  // claim (acquire) and release (release), so each slot's counters still have one writer at a time.
+  auto const sum = [&](std::atomic<std::uint64_t> detail::worker::*count) {
+    std::uint64_t n = 0;
+    for (auto const &w : m_workers) {
+      n += ((*w).*count).load(std::memory_order_seq_cst);
+    }
+    for (auto const &g : m_guests) {
+      n += ((*g).*count).load(std::memory_order_seq_cst);
+    }
+    return n;
+  };
+  std::uint64_t const ended = foreign_ends->load(std::memory_order_seq_cst) + sum(ends);
+  std::uint64_t const started =
+      (foreign_starts != nullptr ? foreign_starts->load(std::memory_order_seq_cst) : 0) +
+      sum(starts);
   return static_cast<std::size_t>(started - ended);
 }
 
@@ -677,6 +702,9 @@ std::size_t pool::holds_pending() const noexcept {
 std::size_t pool::submit_root(job *j, priority p) {
   detail::worker *const self = calling_worker();
   bool const own = self != nullptr;
+  // A guest's task spawning: counted on the guest's slot, but queued on a worker (the guest runs
+  // only its own root's strand) and woken there.
+  bool const local = own && !is_guest(*self);
   if (own) {
     // A task of ours spawning: its own root is in flight, so the destructor is still waiting
     // and accepts this one too, even while closing (a spawned task that spawns more is waited
@@ -698,9 +726,9 @@ std::size_t pool::submit_root(job *j, priority p) {
   // while we run tasks at least one thief is awake (docs/protocols.md §6). At normal priority it
   // goes to the worker's local deque (lock-free; newest first for the owner, oldest first for
   // thieves), as a forked child's continuation would (§9.2).
-  std::size_t const index = own ? self->index() : choose_worker();
+  std::size_t const index = local ? self->index() : choose_worker();
   try {
-    if (own && p == priority::normal) {
+    if (local && p == priority::normal) {
       self->local.push(j); // release: publishes the job to a thief (as a fork's push)
       return local_queue;
     }
@@ -709,7 +737,7 @@ std::size_t pool::submit_root(job *j, priority p) {
     finish_root(); // nothing was queued
     throw;
   }
-  if (!own) {
+  if (!local) {
     wake(index);
   }
   return index;
@@ -800,6 +828,9 @@ std::uint64_t pool::roots_submitted() const noexcept {
   std::uint64_t n = m_outside_roots.load(std::memory_order_relaxed); // a statistic: no edge
   for (auto const &w : m_workers) {
     n += w->roots_spawned.load(std::memory_order_relaxed); // a statistic: no edge
+  }
+  for (auto const &g : m_guests) {
+    n += g->roots_spawned.load(std::memory_order_relaxed); // a statistic: no edge
   }
   return n;
 }
@@ -925,15 +956,27 @@ bool pool::run_queued(detail::worker &w, detail::worker &from) {
 
 bool pool::try_steal(detail::worker &w) {
   std::size_t const n = m_workers.size();
+  // While callers run roots here, every other attempt goes to a guest slot (a free slot's deque
+  // is empty: the attempt fails at once). A guest has no queues: its jobs all went to workers.
+  // relaxed: a hint; a guest's continuation is also seen by work_visible (seq_cst) before a
+  // thief sleeps, and the last thief stays awake while the guest counts as active (§6).
   if (n < 2) {
-    return false;
+    return false; // (a one-worker pool does not steal from its guests: run_root_here)
   }
+  bool const guests = m_guests_running.load(std::memory_order_relaxed) != 0;
   std::uint64_t const bits = (std::uint64_t{w.random()} << 32) | w.random();
+  if (guests && (bits & 1u) != 0) {
+    std::size_t const k = static_cast<std::size_t>(bits >> 33) % m_guests.size();
+    return steal_from(w, *m_guests[k], n + k);
+  }
   std::size_t const victim = m_victims->pick(w.index(), bits); // the pool's victim policy
-  detail::worker &v = *m_workers[victim];
+  return steal_from(w, *m_workers[victim], victim);
+}
+
+bool pool::steal_from(detail::worker &w, detail::worker &v, std::size_t victim) {
   auto stolen = v.thief().steal();
   if (!stolen) {
-    if (stolen.status == core::steal_status::empty && run_queued(w, v)) {
+    if (stolen.status == core::steal_status::empty && !is_guest(v) && run_queued(w, v)) {
       return true; // the victim is busy with something else: we run its queued work
     }
     w.bump(core::counter::steal_fails);
@@ -960,7 +1003,80 @@ bool pool::work_visible(detail::worker const &w) const noexcept {
       return true;
     }
   }
+  for (auto const &guest : m_guests) {
+    if (!guest->tasks().empty()) { // seq_cst: as above (a guest has nothing else to take)
+      return true;
+    }
+  }
   return false;
+}
+
+bool pool::is_guest(detail::worker const &w) const noexcept {
+  return w.index() >= m_workers.size();
+}
+
+detail::worker *pool::claim_guest() noexcept {
+  std::size_t const g = m_guests.size();
+  // Each thread starts at a slot of its own choosing: concurrent callers rarely collide.
+  thread_local std::size_t hint = 0;
+  for (std::size_t k = 0; k < g; ++k) {
+    detail::worker &slot = *m_guests[(hint + k) % g];
+    // acquire: what the slot's previous holder wrote (its counters, stack, deque) is ours now
+    if (!slot.taken.load(std::memory_order_relaxed) &&
+        !slot.taken.exchange(true, std::memory_order_acquire)) {
+      hint = (hint + k) % g;
+      return &slot;
+    }
+  }
+  return nullptr;
+}
+
+bool pool::run_root_here(job *j) {
+  if (m_guests.empty() || m_observed.load(std::memory_order_acquire) || is_worker_thread()) {
+    return false; // (sync_wait refuses the last case before it gets here)
+  }
+  detail::worker *const g = claim_guest();
+  if (g == nullptr) {
+    return false; // every slot is in use: the root goes to a worker
+  }
+  {
+    // In flight exactly as a root submitted from outside (submit_root): refused once closing,
+    // seen by the destructor's predicate otherwise; finish_root ends it.
+    std::lock_guard lock(m_inflight_mutex);
+    if (m_closing.load(std::memory_order_relaxed)) { // written under this mutex
+      g->taken.store(false, std::memory_order_release);
+      throw pool_closed();
+    }
+    bump_own(m_outside_roots, std::memory_order_seq_cst); // seq_cst: as the workers' (§9.1)
+  }
+  // Thieves look at the guests from now on. Then the guest counts as active (a lazy pool keeps a
+  // thief awake while it runs, §5.2 and §6): if no thief is awake, wake one to take our
+  // continuations.
+  // A one-worker pool leaves the guest's work to the guest: it runs its root in the serial order,
+  // as the pool's one worker would, and its worker stays free for spawned and resumed tasks.
+  bool const shared = m_workers.size() >= 2;
+  if (shared) {
+    m_guests_running.fetch_add(1, std::memory_order_seq_cst);
+    if (m_policy == idle_policy::lazy) {
+      m_active.fetch_add(1, std::memory_order_seq_cst); // seq_cst: the counters' total order (§6)
+      if (m_thieves.load(std::memory_order_seq_cst) == 0) {
+        wake_one();
+      }
+    }
+  }
+  core::context *const previous = core::set_this_context(g);
+  g->bump(core::counter::jobs);
+  j->m_run(j, *g); // returns when the root's strand ends here (it completed or waits elsewhere)
+  check_strand_ended(*g);
+  core::set_this_context(previous);
+  if (shared) {
+    if (m_policy == idle_policy::lazy) {
+      m_active.fetch_sub(1, std::memory_order_seq_cst);
+    }
+    m_guests_running.fetch_sub(1, std::memory_order_relaxed); // a hint for thieves
+  }
+  g->taken.store(false, std::memory_order_release); // release: the next holder sees our writes
+  return true;
 }
 
 void pool::idle(detail::worker &w) {

@@ -34,7 +34,7 @@ long pool::submitter_worker() const noexcept {
     return -1; // no locality known: the caller's round robin decides
   }
   core::context const *c = core::this_context();
-  if (c != nullptr && c->owner() == this) {
+  if (c != nullptr && c->owner() == this && c->index() < m_workers.size()) {
     return static_cast<long>(c->index()); // a task of ours submits (resume_on, a resumption)
   }
   int const cpu = current_cpu(); // a plain thread: the worker pinned where it runs now, if any

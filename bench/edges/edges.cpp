@@ -35,7 +35,8 @@ using edges::now_ns;
 struct config {
   int rounds = 7;
   std::vector<unsigned> workers{1, 2};
-  std::vector<std::string> runtimes{"serial", "magpie-lazy", "magpie-busy", "tbb", "omp"};
+  std::vector<std::string> runtimes{"serial",      "magpie-lazy", "magpie-lazy-caller",
+                                    "magpie-busy", "tbb",         "omp"};
   std::vector<std::string> only; // empty: every case
   double slot_ms = 15;           // loops: timed calls per turn ≈ this long (serial estimate)
   int settle_ms = 5;             // between turns: a finished runtime's spinning threads stop
@@ -52,7 +53,8 @@ struct config {
 [[noreturn]] void usage(char const *argv0, char const *why) {
   std::fprintf(stderr,
                "%s: %s\nusage: %s [--quick] [--rounds R] [--workers 1,2] [--runtimes "
-               "serial,magpie-lazy,magpie-busy,tbb,omp]\n  [--only "
+               "serial,magpie-lazy,magpie-lazy-caller,magpie-busy,magpie-busy-caller,tbb,omp]\n"
+               "  [--only "
                "loops,reduce,roots,spawn,asleep,wake,find,idle] [--slot-ms MS] [--wake-samples N]\n"
                "  [--wake-idle S] [--idle-seconds S]\n",
                argv0, why, argv0);
@@ -133,8 +135,8 @@ config parse(int argc, char **argv) {
     usage(argv[0], "bad option value");
   }
   for (auto const &rt : c.runtimes) {
-    if (rt != "serial" && rt != "magpie-lazy" && rt != "magpie-busy" && rt != "tbb" &&
-        rt != "omp") {
+    if (rt != "serial" && rt != "magpie-lazy" && rt != "magpie-busy" &&
+        rt != "magpie-lazy-caller" && rt != "magpie-busy-caller" && rt != "tbb" && rt != "omp") {
       usage(argv[0], "unknown runtime");
     }
   }
@@ -162,8 +164,8 @@ bool built(std::string const &rt) {
 }
 
 std::unique_ptr<door> open(std::string const &rt, unsigned workers) {
-  if (rt == "magpie-lazy" || rt == "magpie-busy") {
-    return edges::make_magpie_door(rt == "magpie-busy", workers);
+  if (rt.starts_with("magpie-")) {
+    return edges::make_magpie_door(rt.starts_with("magpie-busy"), workers, rt.ends_with("-caller"));
   }
 #if MAGPIE_BENCH_HAVE_TBB
   if (rt == "tbb") {
@@ -251,7 +253,7 @@ public:
         }
         continue;
       }
-      if (rt == "magpie-busy" && !with_busy) {
+      if (rt.starts_with("magpie-busy") && !with_busy) {
         continue;
       }
       for (unsigned p : m_cfg.workers) {

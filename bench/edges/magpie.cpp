@@ -15,11 +15,14 @@ magpie::task<int> stamped(stamps *s, int v) { co_return stamp(*s, v); }
 
 class magpie_door final : public door {
 public:
-  magpie_door(bool busy, unsigned workers) {
+  magpie_door(bool busy, unsigned workers, bool callers) {
+    magpie::pool_options o;
+    o.workers = workers;
+    o.callers_run_roots = callers;
     if (busy) {
-      m_pool = std::make_unique<magpie::busy_pool>(workers);
+      m_pool = std::make_unique<magpie::busy_pool>(o);
     } else {
-      m_pool = std::make_unique<magpie::lazy_pool>(workers);
+      m_pool = std::make_unique<magpie::lazy_pool>(o);
     }
   }
 
@@ -46,8 +49,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<door> make_magpie_door(bool busy, unsigned workers) {
-  return std::make_unique<magpie_door>(busy, workers);
+std::unique_ptr<door> make_magpie_door(bool busy, unsigned workers, bool callers) {
+  return std::make_unique<magpie_door>(busy, workers, callers);
 }
 
 } // namespace edges

@@ -85,7 +85,8 @@ public:
 
 // One factory per runtime (serial.cpp, magpie.cpp, tbb.cpp, omp.cpp).
 std::unique_ptr<door> make_serial_door();
-std::unique_ptr<door> make_magpie_door(bool busy, unsigned workers);
+/// `callers`: the pool runs callers' roots on the calling thread (pool_options::callers_run_roots).
+std::unique_ptr<door> make_magpie_door(bool busy, unsigned workers, bool callers);
 std::unique_ptr<door> make_tbb_door(unsigned workers);
 std::unique_ptr<door> make_omp_door(unsigned workers);
 char const *omp_library() noexcept;

@@ -31,10 +31,28 @@
  *   -DBUG_NO_LAST_THIEF  the last thief goes to sleep although a worker is active (both checks
  *                        of the rule removed: before leaving the thieves, and in the re-check)
  *   -DBUG_WAKE_NO_LOCK   wake() notifies without the mutex, reading `asleep` racily
+ *
+ * -DGUEST: a caller that runs its own root (pool::run_root_here) instead of submitting jobs. It
+ * counts itself active, wakes a worker if no thief is awake, pushes a stealable continuation
+ * on its own deque and waits, active, until a worker has stolen and run it (the root's child
+ * needs its sibling, as in tests/sched/caller_runs_test.cpp). Workers steal from its deque and
+ * see it in work_visible. Properties 1 and 2 as above, with the guest's item as the work: no
+ * state in which the guest waits for a thief while every worker is blocked. (Property 3 is not
+ * checked with GUEST: the model's mutex is not fair, and under weak fairness a process that
+ * waits for it is enabled only intermittently, so the guest may starve at wake_one's lock
+ * while the last thief keeps re-checking; std::mutex does not starve a waiter that way.) Variant:
+ *   -DGUEST -DBUG_GUEST_NO_WAKE   the guest does not wake a worker when no thief is awake (must
+ *                                 FAIL: every worker may be asleep when the guest starts)
  */
 
 #define W 2
+#ifdef GUEST
+#define JOBS 0
+#define DONE_ALL 2 /* the guest's stolen item, then the guest itself */
+#else
 #define JOBS 2
+#define DONE_ALL (JOBS + 1)
+#endif
 
 byte n_active = 0;   /* pool::m_active */
 byte thieves = W;  /* pool::m_thieves: every worker starts as a thief */
@@ -51,6 +69,10 @@ byte done = 0;     /* jobs and items completed */
 bit parallel_started = 0;
 bit item_done = 0; /* the parallel job's item was stolen and run */
 byte exited = 0;
+#ifdef GUEST
+byte gdeq = 0;            /* stealable items on the guest's deque */
+bit guest_item_done = 0;  /* a worker stole and ran the guest's continuation */
+#endif
 
 inline lock() { atomic { mutex == 0 -> mutex = 1 } }
 inline unlock() { mutex = 0 }
@@ -145,7 +167,13 @@ proctype worker(byte me) {
         :: k < W && k != me && deq[k] > 0 -> v = k; deq[k]--; break
         :: k < W && (k == me || deq[k] == 0) -> k++
         :: k == W -> break
-        od
+        od;
+#ifdef GUEST
+        if
+        :: v == W && gdeq > 0 -> gdeq--; v = W + 1 /* the guest's deque is a victim too */
+        :: else -> skip
+        fi
+#endif
       };
       if
       :: v < W ->
@@ -153,6 +181,13 @@ proctype worker(byte me) {
         item_done = 1; /* run the stolen item */
         done++;
         become_thief()
+#ifdef GUEST
+      :: v == W + 1 ->
+        become_active();
+        guest_item_done = 1; /* run the guest's stolen continuation */
+        done++;
+        become_thief()
+#endif
       :: else ->
         if
         :: stop -> break
@@ -186,6 +221,9 @@ proctype worker(byte me) {
               :: k < W && deq[k] == 0 -> k++
               :: k == W -> break
               od;
+#ifdef GUEST
+              visible = visible || gdeq > 0; /* work_visible looks at the guests' deques */
+#endif
 #endif
               if
               :: !needed && !visible && !stop ->
@@ -215,6 +253,24 @@ end_sleep:        (woken[me]);
   exited++
 }
 
+#ifdef GUEST
+/* pool::run_root_here on a lazy pool of W >= 2 workers */
+proctype guest() {
+  byte k;
+  n_active++;
+#ifndef BUG_GUEST_NO_WAKE
+  if
+  :: thieves == 0 -> wake_one() /* no thief awake: wake one to take our continuations */
+  :: else -> skip
+  fi;
+#endif
+  gdeq = 1;           /* the root forks: its continuation is stealable */
+  (guest_item_done);  /* the guest runs the child, which waits for its sibling */
+  n_active--;
+  done++
+}
+#endif
+
 init {
   byte i, k, target;
   atomic {
@@ -224,6 +280,9 @@ init {
     :: else -> break
     od
   };
+#ifdef GUEST
+  run guest();
+#endif
   /* the submitter: pool::submit_root / submit_to */
   i = 0;
   do
@@ -239,7 +298,7 @@ init {
   :: else -> break
   od;
   /* sync_wait: wait for the work (jobs + the stolen item) */
-  (done == JOBS + 1);
+  (done == DONE_ALL);
   /* ~pool: stop, then notify everyone under the mutex */
   stop = 1;
   lock();
@@ -253,4 +312,4 @@ init {
   assert(n_active == 0 && thieves == W && sleepers == 0)
 }
 
-ltl all_work_done { <> (done == JOBS + 1) }
+ltl all_work_done { <> (done == DONE_ALL) }

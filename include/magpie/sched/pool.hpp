@@ -80,6 +80,13 @@ struct pool_options {
   topology const *topo = nullptr;
   /// Count forks, calls and finished tasks per worker from the start (see count_tasks()).
   bool count_tasks = false;
+  /// Whether a plain thread's sync_wait (and every blocking algorithm) runs its root itself, as a
+  /// guest of the pool, instead of handing it to a worker and waiting (see run_root_here()).
+  /// Roots and loops called from ordinary code then cost no hand-off and no wake-up, and the
+  /// caller works instead of waiting (bench/README.md, `edges`). A pool of P ≥ 2 workers then
+  /// runs a root on P + 1 threads; a one-worker pool runs it all on the caller. Off by default
+  /// for now: trace::dump and the gdb extension show only the workers' stacks, not a caller's.
+  bool callers_run_roots = false;
 
   pool_options() = default;
   /// Options with this placement and defaults otherwise.
@@ -134,6 +141,23 @@ public:
   /// reader trims such jobs from the bottom.
   void run_stale_local(job const *newest, bool (*stale)(job const *j) noexcept,
                        void (*drop)(job *j) noexcept) noexcept;
+  /// Runs root job `j` on the calling thread, as a *guest* of the pool, if the thread may: it is
+  /// not already one of this pool's workers or guests, one of the pool's guest slots (as many as
+  /// workers) is free, the pool was built with callers_run_roots, and no observer is installed
+  /// (a trace session or count_tasks sees every root on a worker). Returns false, having done
+  /// nothing, otherwise: the caller then submits the root with submit_root.
+  ///
+  /// The guest runs the root on a stack and a deque of its own; idle workers steal its
+  /// continuations as they steal each other's. It runs nothing but `j` and what `j` forks and
+  /// calls (never another root, a resumed task or a stolen continuation), and it returns as soon
+  /// as `j`'s strand ends there: when the root completes, or when it waits (for stolen children,
+  /// or on a primitive), in which case a worker finishes it. Counts the root in flight as
+  /// submit_root does (throws pool_closed once the destructor has begun): call finish_root()
+  /// once the root has completed. docs/protocols.md §5.2.
+  bool run_root_here(job *j);
+  /// Number of guest slots (see run_root_here): size(), or 0 without callers_run_roots.
+  std::size_t guest_slots() const noexcept { return m_guests.size(); }
+
   /// Called once per submit_root, after the root has completed: by the worker that completed it
   /// (lock-free: a store to that worker's own count), or by any other thread (under the
   /// in-flight mutex, e.g. sync_wait's waiting thread). The destructor may proceed once it returns.
@@ -187,8 +211,9 @@ public:
                                                                         : nullptr;
   }
 
-  /// Per-worker counters (a racy snapshot; exact once the pool is idle). Any thread, any time.
-  /// trace::counters(pool) sums them and prints them as a table or JSON.
+  /// Per-worker counters (a racy snapshot; exact once the pool is idle): one entry per worker,
+  /// then one per guest slot (the callers that ran roots here, see run_root_here). Any thread,
+  /// any time. trace::counters(pool) sums them and prints them as a table or JSON.
   std::vector<core::worker_stats> stats() const;
   /// Worker `i`'s context, for diagnostics (trace::dump reads its stack; any thread may call
   /// its thread-safe members: stats(), index()). Precondition: i < size().
@@ -245,6 +270,9 @@ private:
   bool run_queued(detail::worker &w, detail::worker &from);
   void run_batch(detail::worker &w, job *j);
   void idle(detail::worker &w);
+  detail::worker *claim_guest() noexcept;
+  bool is_guest(detail::worker const &w) const noexcept;
+  bool steal_from(detail::worker &w, detail::worker &victim, std::size_t index);
   bool work_visible(detail::worker const &w) const noexcept;
   void wake(std::size_t index) noexcept;
   void wake_one() noexcept;
@@ -268,6 +296,8 @@ private:
 
   idle_policy m_policy;
   std::vector<std::unique_ptr<detail::worker>> m_workers;
+  // Contexts for callers that run their roots here (run_root_here), indexed size() + k.
+  std::vector<std::unique_ptr<detail::worker>> m_guests;
 
   placement m_placement;
   std::string m_topology_summary;
@@ -280,6 +310,8 @@ private:
   alignas(64) std::atomic<std::size_t> m_active{0};  // workers running tasks
   alignas(64) std::atomic<std::size_t> m_thieves{0}; // workers awake and looking for work
   alignas(64) std::atomic<std::size_t> m_sleepers{0};
+  alignas(64) std::atomic<std::size_t> m_guests_running{0}; // thieves look at guests while > 0
+  std::atomic<bool> m_observed{false}; // an observer is installed: callers submit their roots
   std::atomic<bool> m_stop{false};
   std::atomic<bool> m_closing{false};
 

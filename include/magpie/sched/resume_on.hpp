@@ -93,10 +93,14 @@ inline detail::resume_on_request resume_on(pool &p, std::size_t index) noexcept 
 /// Continues the current task on some worker of `p`, preferring an idle one.
 inline detail::resume_on_request resume_on(pool &p) noexcept { return {&p, 0, true}; }
 
-/// The index of the worker running the caller within its scheduler, or -1 on other threads.
+/// The index of the worker running the caller within its scheduler, or -1 on other threads (and
+/// on a thread that runs its own root as a guest of a pool: pool::run_root_here).
 inline std::ptrdiff_t this_worker_index() noexcept {
   core::context const *c = core::this_context();
-  return c == nullptr ? -1 : static_cast<std::ptrdiff_t>(c->index());
+  if (c == nullptr || (c->home() != nullptr && c->index() >= c->home()->workers())) {
+    return -1;
+  }
+  return static_cast<std::ptrdiff_t>(c->index());
 }
 
 } // namespace magpie::sched

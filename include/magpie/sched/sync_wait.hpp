@@ -5,11 +5,15 @@
 //   long r = magpie::sync_wait(pool, fib, 40);
 //
 // Blocks the calling thread until the root task completes and returns its value, or rethrows its
-// exception. The caller polls before it sleeps, for 4 to 100 µs adapted to how long its recent
-// waits took (core/detail/thread_wait.hpp): a short root, or a loop called again and again from
-// the same thread, costs no system call and no wake-up. Any
-// number of threads may call sync_wait on one scheduler at once. Calling it from a worker of the
-// same scheduler would deadlock a one-worker pool, so it throws std::logic_error.
+// exception. On a pool the calling thread runs the root itself, as a guest of the pool
+// (pool::run_root_here): idle workers steal its continuations, and it runs nothing but its own
+// root's strand. If the root waits (for stolen children, or on a primitive) the caller waits for
+// a worker to finish it: it polls before it sleeps, for 4 to 100 µs adapted to how long its recent
+// waits took (core/detail/thread_wait.hpp). When all guest slots are taken, or an observer
+// watches the pool, the root goes to a worker and the caller waits the same way. Any number of
+// threads may call sync_wait on one scheduler at once. Calling it from a worker of the same
+// scheduler (or from inside a root it runs) would deadlock a one-worker pool, so it throws
+// std::logic_error.
 
 #include <atomic>
 #include <concepts>
@@ -85,7 +89,11 @@ struct root_job final : job, core::root_block {
     core::detail::set_done(self->m_word, self);
   }
 
-  void wait() { core::detail::wait_for_done(m_word, this); }
+  void wait() {
+    if (m_word.load(std::memory_order_acquire) != core::detail::word_done) { // acquire: the value
+      core::detail::wait_for_done(m_word, this);
+    }
+  }
 
   value_type result() {
     if (has_exception()) {
@@ -117,7 +125,15 @@ core::async_result_t<Fn, Args...> sync_wait(S &s, Fn &&fn, Args &&...args) {
   // Called from an algorithm's iteration: the root and its descendants are inside that
   // algorithm's cancellation scope (which outlives this call).
   core::ext::set_scope(root, core::detail::thread_scope());
-  s.submit_root(&root); // may throw (e.g. pool_closed)
+  // A pool lets the caller run the root itself when it can (pool::run_root_here): no hand-off,
+  // no wake-up, and the waiting thread works instead of polling beside the workers.
+  if constexpr (requires { s.run_root_here(&root); }) {
+    if (!s.run_root_here(&root)) { // may throw pool_closed
+      s.submit_root(&root);
+    }
+  } else {
+    s.submit_root(&root); // may throw (e.g. pool_closed)
+  }
   root.wait();
   s.finish_root();
   return root.result();

@@ -1,0 +1,333 @@
+// Callers that run their own roots (pool_options::callers_run_roots, pool::run_root_here): right
+// answers on every pool, a caller that runs nothing but its own root's strand, a sleeping lazy
+// pool that still steals the caller's continuations (no lost wake-up), exceptions, more callers
+// than guest slots, nesting, observers, and a destructor that waits for a caller's root.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/test_support.hpp"
+
+namespace {
+
+using namespace magpie::test;
+using magpie::call;
+using magpie::fork;
+using magpie::join;
+using magpie::task;
+
+/// A pool built with callers_run_roots.
+std::unique_ptr<magpie::pool> caller_pool(magpie::idle_policy policy, std::size_t workers) {
+  magpie::pool_options o;
+  o.workers = workers;
+  o.callers_run_roots = true;
+  return std::make_unique<magpie::pool>(o, policy);
+}
+
+struct shape {
+  magpie::idle_policy policy;
+  std::size_t workers;
+};
+
+std::vector<shape> shapes() {
+  std::vector<shape> out;
+  for (auto policy : {magpie::idle_policy::busy, magpie::idle_policy::lazy}) {
+    for (std::size_t w : {1, 2, 3}) {
+      out.push_back({policy, w});
+    }
+  }
+  return out;
+}
+
+std::string shape_name(::testing::TestParamInfo<shape> const &info) {
+  return std::string(info.param.policy == magpie::idle_policy::busy ? "busy_" : "lazy_") +
+         std::to_string(info.param.workers);
+}
+
+class caller_runs : public ::testing::TestWithParam<shape> {
+protected:
+  caller_runs()
+      : m_dog(current_test_name()), m_pool(caller_pool(GetParam().policy, GetParam().workers)) {}
+  watchdog m_dog; // first in, last out: also guards the pool's shutdown
+  std::unique_ptr<magpie::pool> m_pool;
+};
+
+/// Records the threads its tasks ran on.
+struct thread_log {
+  std::mutex mutex;
+  std::set<std::thread::id> ids;
+  void note() {
+    std::lock_guard lock(mutex);
+    ids.insert(std::this_thread::get_id());
+  }
+};
+
+task<long> logged_fib(int n, thread_log *log) {
+  log->note();
+  if (n < 2) {
+    co_return n;
+  }
+  long a = 0;
+  long b = 0;
+  co_await fork(&a, logged_fib, n - 1, log);
+  co_await call(&b, logged_fib, n - 2, log);
+  co_await join();
+  co_return a + b;
+}
+
+TEST_P(caller_runs, answers_are_right_and_the_caller_takes_part) {
+  EXPECT_EQ(m_pool->guest_slots(), GetParam().workers);
+  int const n = scaled(20, 16);
+  bool caller_ran = false;
+  for (int r = 0; r < scaled(20, 5); ++r) {
+    thread_log log;
+    EXPECT_EQ(magpie::sync_wait(*m_pool, logged_fib, n, &log), serial_fib(n));
+    caller_ran = caller_ran || log.ids.count(std::this_thread::get_id()) == 1;
+    if (GetParam().workers == 1) { // a one-worker pool leaves the whole root to its caller
+      EXPECT_EQ(log.ids.size(), 1u);
+    }
+    EXPECT_LE(log.ids.size(), GetParam().workers + 1); // the workers and the caller, no other
+  }
+  EXPECT_TRUE(caller_ran);
+}
+
+task<int> where_am_i(std::atomic<std::ptrdiff_t> *index) {
+  index->store(magpie::this_worker_index());
+  co_return 1;
+}
+
+task<int> nested_on(magpie::pool *p) {
+  std::atomic<std::ptrdiff_t> index{0};
+  co_return magpie::sync_wait(*p, where_am_i, &index);
+}
+
+TEST_P(caller_runs, the_caller_is_not_a_worker_but_is_inside_the_pool) {
+  std::atomic<std::ptrdiff_t> index{5};
+  EXPECT_EQ(magpie::sync_wait(*m_pool, where_am_i, &index), 1);
+  EXPECT_EQ(index.load(), -1); // no worker index: resume_on(pool, i) takes a worker's
+  // From inside its root the caller is the pool's: a nested sync_wait on it is refused.
+  EXPECT_THROW((void)magpie::sync_wait(*m_pool, nested_on, m_pool.get()), std::logic_error);
+  EXPECT_EQ(magpie::sync_wait(*m_pool, where_am_i, &index), 1); // still usable
+}
+
+/// Spawns `k` tasks that log where they run, forks work, then reads the futures.
+task<long> spawner(magpie::pool *p, thread_log *spawned, int k) {
+  std::vector<magpie::future<long>> fs;
+  for (int i = 0; i < k; ++i) {
+    fs.push_back(magpie::spawn(*p, logged_fib, 12, spawned));
+  }
+  long sum = 0;
+  for (auto &f : fs) {
+    sum += co_await f;
+  }
+  co_return sum;
+}
+
+TEST_P(caller_runs, the_caller_runs_only_its_own_roots_strand) {
+  // Unrelated roots from another thread, and roots spawned by the caller's own tasks, run on
+  // workers: never on the caller's thread.
+  thread_log unrelated;
+  std::atomic<bool> stop{false};
+  std::thread other([&] {
+    while (!stop.load()) {
+      auto f = magpie::spawn(*m_pool, logged_fib, 14, &unrelated);
+      EXPECT_EQ(f.get(), serial_fib(14));
+    }
+  });
+  thread_log spawned;
+  for (int r = 0; r < scaled(30, 8); ++r) {
+    EXPECT_EQ(magpie::sync_wait(*m_pool, spawner, m_pool.get(), &spawned, 8), 8 * serial_fib(12));
+  }
+  stop.store(true);
+  other.join();
+  EXPECT_EQ(unrelated.ids.count(std::this_thread::get_id()), 0u);
+  // A spawned task may run on the caller only inside its reader's co_await (a future's reader
+  // runs an unstarted task itself, as on a worker): never by the caller picking it up as a job.
+  // So with a reader that is a task of this root, that is the one exception allowed.
+  EXPECT_LE(spawned.ids.size(), GetParam().workers + 1);
+}
+
+[[gnu::noinline]] bool spin_until(std::atomic<int> const &flag, std::chrono::seconds limit) {
+  auto const until = std::chrono::steady_clock::now() + limit;
+  while (flag.load(std::memory_order_acquire) == 0) {
+    if (std::chrono::steady_clock::now() > until) {
+      return false;
+    }
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+task<void> wait_for_sibling(std::atomic<int> *flag, std::atomic<int> *timeouts) {
+  if (!spin_until(*flag, std::chrono::seconds(5))) {
+    timeouts->fetch_add(1);
+    flag->store(1);
+  }
+  co_return;
+}
+
+task<void> set_flag(std::atomic<int> *flag) {
+  flag->store(1, std::memory_order_release);
+  co_return;
+}
+
+/// The forked child can finish only once a worker has stolen the continuation and run its
+/// sibling: the caller is busy in the first child.
+task<int> needs_a_thief(std::atomic<int> *timeouts) {
+  std::atomic<int> flag{0};
+  co_await fork(wait_for_sibling, &flag, timeouts);
+  co_await fork(set_flag, &flag);
+  co_await join();
+  co_return 1;
+}
+
+TEST_P(caller_runs, workers_steal_the_callers_continuations_even_from_sleep) {
+  if (GetParam().workers < 2) {
+    GTEST_SKIP() << "a one-worker pool does not steal from its callers";
+  }
+  std::atomic<int> timeouts{0};
+  for (int r = 0; r < scaled(20, 6); ++r) {
+    // Long enough for lazy workers to go to sleep (they sleep after a few hundred idle rounds).
+    std::this_thread::sleep_for(std::chrono::milliseconds(r % 3 == 0 ? 20 : 1));
+    EXPECT_EQ(magpie::sync_wait(*m_pool, needs_a_thief, &timeouts), 1);
+  }
+  EXPECT_EQ(timeouts.load(), 0) << "a continuation of the caller's root was never stolen";
+}
+
+task<long> throws_after_forks(int n) {
+  long a = 0;
+  long b = 0;
+  co_await fork(&a, fib, n);
+  co_await fork(&b, fib, n);
+  co_await join();
+  throw counted_error(static_cast<int>(a + b));
+}
+
+task<long> throwing_child(int n) {
+  long a = 0;
+  co_await fork(&a, fib, n);
+  co_await fork(throws_after_forks, n);
+  co_await join();
+  co_return a;
+}
+
+TEST_P(caller_runs, exceptions_reach_the_caller) {
+  for (int r = 0; r < scaled(20, 5); ++r) {
+    EXPECT_THROW((void)magpie::sync_wait(*m_pool, throws_after_forks, 12), counted_error);
+    EXPECT_THROW((void)magpie::sync_wait(*m_pool, throwing_child, 12), counted_error);
+    EXPECT_EQ(magpie::sync_wait(*m_pool, fib, 12), serial_fib(12));
+  }
+}
+
+TEST_P(caller_runs, more_callers_than_guest_slots) {
+  // Callers beyond the slots hand their roots to the workers: all finish, all answers right.
+  int const threads = static_cast<int>(GetParam().workers) + 4;
+  std::atomic<long> wrong{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < scaled(40, 10); ++i) {
+        int const n = 8 + (t + i) % 8;
+        wrong += magpie::sync_wait(*m_pool, fib, n) != serial_fib(n) ? 1 : 0;
+      }
+    });
+  }
+  for (auto &t : ts) {
+    t.join();
+  }
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+task<long> into_other_pool(magpie::pool *other, int n) {
+  long here = 0;
+  co_await call(&here, fib, n);
+  co_return here + magpie::sync_wait(*other, fib, n); // a guest of `other` for a while
+}
+
+TEST_P(caller_runs, nested_roots_on_another_pool) {
+  auto other = caller_pool(magpie::idle_policy::lazy, 2);
+  for (int r = 0; r < scaled(10, 3); ++r) {
+    EXPECT_EQ(magpie::sync_wait(*m_pool, into_other_pool, other.get(), 14), 2 * serial_fib(14));
+    EXPECT_EQ(magpie::sync_wait(*other, into_other_pool, m_pool.get(), 13), 2 * serial_fib(13));
+  }
+}
+
+task<int> parks_on(magpie::sync::event *e, std::atomic<int> *parked) {
+  parked->store(1);
+  co_await e->wait();
+  co_return 42;
+}
+
+TEST_P(caller_runs, a_root_that_waits_is_finished_by_a_worker) {
+  for (int r = 0; r < scaled(10, 3); ++r) {
+    magpie::sync::event e;
+    std::atomic<int> parked{0};
+    std::thread setter([&] {
+      wait_for(parked);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      e.set();
+    });
+    EXPECT_EQ(magpie::sync_wait(*m_pool, parks_on, &e, &parked), 42);
+    setter.join();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(pools, caller_runs, ::testing::ValuesIn(shapes()), shape_name);
+
+TEST(caller_runs_lifetime, the_destructor_waits_for_a_callers_root_and_refuses_new_ones) {
+  watchdog dog(current_test_name());
+  auto pool = caller_pool(magpie::idle_policy::lazy, 2);
+  magpie::sync::event e;
+  std::atomic<int> parked{0};
+  std::atomic<int> result{0};
+  magpie::pool *const raw = pool.release();
+  std::thread caller([&] { result.store(magpie::sync_wait(*raw, parks_on, &e, &parked)); });
+  wait_for(parked);
+  std::thread destroyer([raw] { delete raw; });
+  // The destructor cannot finish before the parked root does (we release it below).
+  while (raw->accepting()) {
+    std::this_thread::yield();
+  }
+  // The destructor waits for the parked root; meanwhile new callers are refused.
+  EXPECT_THROW((void)magpie::sync_wait(*raw, fib, 5), magpie::pool_closed);
+  e.set();
+  caller.join();
+  destroyer.join();
+  EXPECT_EQ(result.load(), 42);
+}
+
+TEST(caller_runs_lifetime, observed_pools_run_roots_on_workers_and_count_them_all) {
+  watchdog dog(current_test_name());
+  magpie::pool_options o;
+  o.workers = 2;
+  o.callers_run_roots = true;
+  o.count_tasks = true;
+  magpie::pool pool(o, magpie::idle_policy::lazy);
+  thread_log log;
+  EXPECT_EQ(magpie::sync_wait(pool, logged_fib, 12, &log), serial_fib(12));
+  EXPECT_EQ(log.ids.count(std::this_thread::get_id()), 0u); // observed: the root went to a worker
+  pool.count_tasks(false);
+  thread_log log2;
+  EXPECT_EQ(magpie::sync_wait(pool, logged_fib, 12, &log2), serial_fib(12));
+  EXPECT_EQ(log2.ids.count(std::this_thread::get_id()), 1u); // unobserved again: the caller runs
+  // One stats entry per worker, then one per guest slot; the caller's root counted on a slot.
+  auto const stats = pool.stats();
+  ASSERT_EQ(stats.size(), pool.size() + pool.guest_slots());
+  std::uint64_t guest_roots = 0;
+  for (std::size_t i = pool.size(); i < stats.size(); ++i) {
+    guest_roots += stats[i].roots;
+  }
+  EXPECT_EQ(guest_roots, 1u);
+}
+
+} // namespace
