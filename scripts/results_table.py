@@ -111,8 +111,8 @@ def table(data: dict) -> str:
               "UNREF = no reference answer but every runtime and P agreed, FAIL = a wrong answer or no result "
               "(the run's summary.txt says why)."]
     if noisy:
-        lines.append(f"\\* {noisy} cell(s) ran while other processes kept more than {NOISE_CORES} cores busy: "
-                     "read them as noisy.")
+        lines.append(f"Cells marked \\* ({noisy}) ran while other processes kept more than {NOISE_CORES} cores "
+                     "busy: read them as noisy.")
     return "\n".join(lines)
 
 
