@@ -10,7 +10,9 @@ Each measurement is a separate process (so its peak RSS, read from the OS with w
 own). The binary runs warm-up repetitions and then timed ones and prints one @@RESULT JSON line;
 this script collects them, checks answers (each binary checks against BENCHMARKS.md; answers
 without a reference must agree across runtimes), prints a summary table and writes raw results
-(CSV, JSON) and plots to results/<timestamp>/ (and results/latest).
+(CSV, JSON), the Markdown table of scripts/results_table.py (results.md) and plots to
+results/<timestamp>/ (and results/latest). It changes no tracked file; it prints the command that
+puts results.md into bench/README.md.
 
 At the end it says what ran, what was missing (a binary that was not built, the self-test, a
 microbenchmark) and what failed. Exit status: 0 when everything requested ran and every check
@@ -35,6 +37,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+import results_table  # scripts/results_table.py: the Markdown summary (results.md)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -545,8 +549,12 @@ def machine_info(compiler: str, build_dir: Path) -> dict:
             pass
     rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                          text=True).stdout.strip()
+    # Uncommitted changes to what the binaries are built from (documentation does not count).
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--",
+                            "include", "src", "bench", "cmake", "CMakeLists.txt", "CMakePresets.json",
+                            ":(exclude)*.md"], capture_output=True, text=True).stdout.strip() != ""
     return {"host": platform.node(), "cpu": cpu, "nproc": os.cpu_count(), "kernel": platform.release(),
-            "compiler": compiler, "cxx": cxx, "cxx_version": version, "git": rev,
+            "compiler": compiler, "cxx": cxx, "cxx_version": version, "git": rev, "git_dirty": dirty,
             "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
             "loadavg_at_start": os.getloadavg()}
 
@@ -607,6 +615,7 @@ def main(argv: list[str]) -> int:
         return 1
 
     info = machine_info(args.compiler, build)
+    info["sizes"] = scale
     load = info["loadavg_at_start"][0]
     print(f"magpie bench: {len(plan)} measurements, {scale} sizes, workers {workers}, reps {args.reps} "
           f"(+{args.warmup} warm-up), {info['cxx_version'] or args.compiler}")
@@ -698,6 +707,7 @@ def main(argv: list[str]) -> int:
         for r in rows:
             w.writerow({**r, "times": " ".join(f"{t:.6g}" for t in r.get("times", []))})
     (outdir / "summary.txt").write_text(header + "\n" + table + "\n\n" + fits + "\n")
+    (outdir / "results.md").write_text(results_table.table({"machine": info, "rows": rows}) + "\n")
     plots = []
     if not args.no_plots:
         try:
@@ -765,10 +775,14 @@ def main(argv: list[str]) -> int:
         latest.symlink_to(stamp)
     except OSError:
         shutil.copytree(outdir, latest)
-    print(f"\nresults: {outdir} (also {latest}): results.csv, results.json, summary.txt"
+    print(f"\nresults: {outdir} (also {latest}): results.csv, results.json, summary.txt, results.md"
           + (", micro.txt" if (outdir / "micro.txt").exists() else "")
           + (", edges.json" if (outdir / "edges.json").exists() else "")
           + (", " + ", ".join(plots) if plots else ""))
+    readme = Path(os.path.relpath(ROOT / "bench" / "README.md"))
+    print(f"Markdown summary: {outdir / 'results.md'}. To make it bench/README.md's results table "
+          f"(this run changes no tracked file):\n  python3 {Path(os.path.relpath(ROOT / 'scripts'))}/"
+          f"results_table.py {outdir} --update {readme}")
     # What ran, what was missing, what failed: "all checks passed" only when all three say so.
     checked = sum(1 for r in rows if r.get("check") == "OK")
     unref = sum(1 for r in rows if r.get("check") == "UNREF")
