@@ -468,8 +468,8 @@ void pool::stop_workers() noexcept {
 std::size_t pool::size() const noexcept { return m_workers.size(); }
 
 core::context const &pool::worker_context(std::size_t i) const noexcept {
-  MAGPIE_CHECK(i < m_workers.size(), "pool::worker_context: no such worker");
-  return *m_workers[i];
+  MAGPIE_CHECK(i < m_workers.size() + m_guests.size(), "pool::worker_context: no such worker");
+  return i < m_workers.size() ? *m_workers[i] : *m_guests[i - m_workers.size()];
 }
 
 std::size_t pool::in_flight() const noexcept {

@@ -18,7 +18,7 @@
 // Coroutine frames (GCC and Clang ABI) begin with the resume and destroy function pointers; the
 // promise, whose first base is frame_base, follows (at the promise's alignment, 16 at most).
 static_assert(alignof(magpie::core::frame_base) <= 2 * sizeof(void *));
-// tools/gdb/magpie.py reads these structs by offset (layout version 1, 64-bit): keep in step.
+// tools/gdb/magpie.py reads these structs by offset (layout version 2, 64-bit): keep in step.
 static_assert(sizeof(void *) != 8 ||
               (offsetof(magpie_debug_info, pools) == 48 &&
                offsetof(magpie_debug_info, parked) == 56 &&
@@ -26,12 +26,13 @@ static_assert(sizeof(void *) != 8 ||
                offsetof(magpie_debug_info, tracking) == 72 &&
                offsetof(magpie_debug_info, anchor_caller) == 76 &&
                offsetof(magpie_debug_pool, worker) == 24 &&
-               offsetof(magpie_debug_pool, executor) == 32 && sizeof(magpie_debug_worker) == 24 &&
+               offsetof(magpie_debug_pool, executor) == 32 &&
+               offsetof(magpie_debug_pool, callers) == 40 && sizeof(magpie_debug_worker) == 24 &&
                sizeof(magpie_debug_parked) == 16));
 
 extern "C" {
 magpie_debug_info magpie_debug = {
-    1,
+    2,
     2 * sizeof(void *),
     offsetof(magpie::core::frame_base, m_handle),
     offsetof(magpie::core::frame_base, m_parent),
@@ -130,8 +131,9 @@ void add(pool const &p) {
   e->pool = &p;
   e->executor = static_cast<core::executor const *>(&p);
   e->workers = p.size();
-  e->views.reserve(p.size());
-  for (std::size_t i = 0; i < p.size(); ++i) {
+  e->callers = p.guest_slots();
+  e->views.reserve(p.size() + p.guest_slots());
+  for (std::size_t i = 0; i < p.size() + p.guest_slots(); ++i) {
     core::stack const &s = p.worker_context(i).stack();
     e->views.push_back({&p.worker_context(i), reinterpret_cast<void *const *>(s.debug_top()),
                         reinterpret_cast<void *const *>(s.debug_sp())});

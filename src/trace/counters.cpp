@@ -82,8 +82,15 @@ counter_snapshot counters(sched::pool const &pool) {
   counter_snapshot snap;
   snap.counting_tasks = pool.counting_tasks();
   snap.workers = pool.stats();
+  // stats(): the workers, then the guest slots.
+  snap.callers.assign(snap.workers.begin() + static_cast<std::ptrdiff_t>(pool.size()),
+                      snap.workers.end());
+  snap.workers.resize(pool.size());
   snap.roots_submitted = pool.roots_submitted();
   for (core::worker_stats const &row : snap.workers) {
+    add(snap.total, row);
+  }
+  for (core::worker_stats const &row : snap.callers) {
     add(snap.total, row);
   }
   return snap;
@@ -105,6 +112,9 @@ std::string counter_snapshot::to_table() const {
   for (std::size_t w = 0; w < workers.size(); ++w) {
     append_row(out, std::to_string(w).c_str(), workers[w], widths);
   }
+  for (std::size_t c = 0; c < callers.size(); ++c) {
+    append_row(out, ("c" + std::to_string(c)).c_str(), callers[c], widths);
+  }
   append_row(out, "total", total, widths);
   if (!counting_tasks) {
     out += "(forks, calls and tasks are counted only in builds with MAGPIE_OBSERVE_TASKS, while "
@@ -121,7 +131,18 @@ std::string counter_snapshot::to_json() const {
     }
     out += trace::to_json(workers[w]);
   }
-  out += "],\"total\":";
+  out += ']';
+  if (!callers.empty()) {
+    out += ",\"callers\":[";
+    for (std::size_t c = 0; c < callers.size(); ++c) {
+      if (c != 0) {
+        out += ',';
+      }
+      out += trace::to_json(callers[c]);
+    }
+    out += ']';
+  }
+  out += ",\"total\":";
   out += trace::to_json(total);
   out += ",\"roots_submitted\":";
   out += std::to_string(roots_submitted);

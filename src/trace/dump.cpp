@@ -2,6 +2,7 @@
 
 #include "magpie/trace/dump.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <ostream>
@@ -129,6 +130,12 @@ task_dump snapshot(sched::pool const &pool) {
     d.workers[i].worker = i;
     d.workers[i].chain = chain_of(running_task(pool.worker_context(i)));
   }
+  // Callers that run their own roots: only the slots in use (a free slot's stack is empty).
+  for (std::size_t k = 0; k < pool.guest_slots(); ++k) {
+    if (auto chain = chain_of(running_task(pool.worker_context(pool.size() + k))); !chain.empty()) {
+      d.workers.push_back({k, std::move(chain), true});
+    }
+  }
   // Parked chains are read under the registry's lock: none of them can be resumed meanwhile.
   struct collect {
     static void visit(frame_base const *f, void *self) {
@@ -147,9 +154,13 @@ task_dump snapshot(sched::pool const &pool) {
 }
 
 std::string task_dump::to_string() const {
-  std::string out = "magpie task dump: " + std::to_string(workers.size()) + " worker(s)\n";
+  auto const callers =
+      std::ranges::count_if(workers, [](worker_chain const &w) { return w.caller; });
+  std::string out =
+      "magpie task dump: " + std::to_string(workers.size() - static_cast<std::size_t>(callers)) +
+      " worker(s)\n";
   for (worker_chain const &w : workers) {
-    out += "worker " + std::to_string(w.worker);
+    out += (w.caller ? "caller " : "worker ") + std::to_string(w.worker);
     out += w.chain.empty() ? ": no task\n" : ":\n";
     append_chain(out, w.chain, "  ");
   }

@@ -17,6 +17,8 @@
 #include <gtest/gtest.h>
 
 #include "common/test_support.hpp"
+#include "magpie/trace/counters.hpp"
+#include "magpie/trace/dump.hpp"
 
 namespace {
 
@@ -328,6 +330,43 @@ TEST(caller_runs_lifetime, observed_pools_run_roots_on_workers_and_count_them_al
     guest_roots += stats[i].roots;
   }
   EXPECT_EQ(guest_roots, 1u);
+  auto const c = magpie::trace::counters(pool);
+  EXPECT_EQ(c.workers.size(), pool.size());
+  EXPECT_EQ(c.callers.size(), pool.guest_slots());
+  EXPECT_EQ(c.total.roots, 2u); // one on a worker (observed), one on the caller's slot
+  EXPECT_NE(c.to_table().find("c1"), std::string::npos) << c.to_table();
+  EXPECT_NE(c.to_json().find("\"callers\":["), std::string::npos) << c.to_json();
+}
+
+task<int> spins_until(std::atomic<int> *started, std::atomic<int> *release) {
+  started->store(1);
+  EXPECT_TRUE(spin_until(*release, std::chrono::seconds(20)));
+  co_return 7;
+}
+
+TEST(caller_runs_lifetime, a_dump_shows_the_chain_a_caller_runs) {
+  watchdog dog(current_test_name());
+  auto pool = caller_pool(magpie::idle_policy::lazy, 2);
+  std::atomic<int> started{0};
+  std::atomic<int> release{0};
+  std::thread caller(
+      [&] { EXPECT_EQ(magpie::sync_wait(*pool, spins_until, &started, &release), 7); });
+  wait_for(started);
+  magpie::trace::task_dump const d = magpie::trace::snapshot(*pool);
+  release.store(1);
+  caller.join();
+  std::size_t callers = 0;
+  for (auto const &w : d.workers) {
+    if (w.caller) {
+      ++callers;
+      ASSERT_EQ(w.chain.size(), 1u);
+      EXPECT_TRUE(w.chain[0].root);
+    }
+  }
+  EXPECT_EQ(callers, 1u);
+  std::string const text = d.to_string();
+  EXPECT_NE(text.find("magpie task dump: 2 worker(s)"), std::string::npos) << text;
+  EXPECT_NE(text.find("caller "), std::string::npos) << text;
 }
 
 } // namespace

@@ -14,7 +14,7 @@ import re
 
 import gdb
 
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 MAX_CHAIN = 4096
 
 
@@ -98,11 +98,12 @@ class _Reader:
             pool = self.mem.u64(entry + 8)
             workers = self.mem.u64(entry + 16)
             array = self.mem.u64(entry + 24)
+            callers = self.mem.u64(entry + 40)  # guest slots after the workers
             views = []
-            for i in range(workers):
+            for i in range(workers + callers):
                 w = array + 24 * i
                 views.append((self.mem.u64(w), self.mem.u64(w + 8), self.mem.u64(w + 16)))
-            out.append((pool, self.mem.u64(entry + 32), views))
+            out.append((pool, self.mem.u64(entry + 32), views, workers))
             entry = self.mem.u64(entry)
         return out
 
@@ -187,10 +188,15 @@ class _Tasks(gdb.Command):
         pools = r.pools()
         if not pools:
             gdb.write("magpie: no live pool\n")
-        for index, (pool, executor, views) in enumerate(pools):
-            gdb.write("pool %d at 0x%x: %d worker(s)\n" % (index, pool, len(views)))
+        for index, (pool, executor, views, workers) in enumerate(pools):
+            gdb.write("pool %d at 0x%x: %d worker(s)\n" % (index, pool, workers))
             for w, view in enumerate(views):
                 chain = r.chain(r.running(view) or 0)
+                if w >= workers:  # a caller that runs its own root: shown only while it does
+                    if chain:
+                        gdb.write("caller %d:\n" % (w - workers))
+                        _print_chain(chain)
+                    continue
                 gdb.write("worker %d:%s\n" % (w, "" if chain else " no task"))
                 _print_chain(chain)
             if r.layout.tracking:
@@ -216,7 +222,7 @@ class _Backtrace(gdb.Command):
         worker, pool = int(args[0]), int(args[1]) if len(args) > 1 else 0
         r = _Reader()
         pools = r.pools()
-        if pool >= len(pools) or worker >= len(pools[pool][2]):
+        if pool >= len(pools) or worker >= pools[pool][3]:
             raise gdb.GdbError("magpie: no worker %d in pool %d" % (worker, pool))
         chain = r.chain(r.running(pools[pool][2][worker]) or 0)
         if not chain:

@@ -84,8 +84,12 @@ struct pool_options {
   /// guest of the pool, instead of handing it to a worker and waiting (see run_root_here()).
   /// Roots and loops called from ordinary code then cost no hand-off and no wake-up, and the
   /// caller works instead of waiting (bench/README.md, `edges`). A pool of P ≥ 2 workers then
-  /// runs a root on P + 1 threads; a one-worker pool runs it all on the caller. Off by default
-  /// for now: trace::dump and the gdb extension show only the workers' stacks, not a caller's.
+  /// runs a root on P + 1 threads; a one-worker pool runs it all on the caller. trace::dump and
+  /// the gdb extension list a caller's chain as "caller k"; stats() has a row per guest slot.
+  /// Off by default. A root that leaves its caller (a join whose children were stolen, a wait,
+  /// resume_on) takes the caller's stack chain along, as it would a worker's: the caller's next
+  /// root then allocates a fresh first stacklet (a worker keeps a spare chain; a guest slot does
+  /// not).
   bool callers_run_roots = false;
 
   pool_options() = default;
@@ -216,7 +220,8 @@ public:
   /// any time. trace::counters(pool) sums them and prints them as a table or JSON.
   std::vector<core::worker_stats> stats() const;
   /// Worker `i`'s context, for diagnostics (trace::dump reads its stack; any thread may call
-  /// its thread-safe members: stats(), index()). Precondition: i < size().
+  /// its thread-safe members: stats(), index()); for size() ≤ i < size() + guest_slots(), guest
+  /// slot i − size() (see run_root_here). Precondition: i < size() + guest_slots().
   core::context const &worker_context(std::size_t i) const noexcept;
   /// Work in flight: roots submitted and not yet finished, submissions from tasks not yet queued,
   /// and tasks parked on this pool's workers (a racy snapshot; takes a short lock). Any thread.

@@ -30,6 +30,7 @@ struct magpie_debug_pool {
   std::size_t workers;         ///< entries in `worker`
   magpie_debug_worker *worker; ///< one per worker, by index
   void const *executor;        ///< the pool as a core::executor (parked tasks' `home`)
+  std::size_t callers;         ///< guest slots after the workers in `worker` (callers' roots)
 };
 
 /// A task parked on a waiting primitive, a timer or resume_on (trace::track_parked).
@@ -41,7 +42,7 @@ struct magpie_debug_parked {
 /// What the gdb extension needs to walk task chains: the list of pools and the layout of the
 /// structures it reads (offsets in bytes). Version 1.
 struct magpie_debug_info {
-  std::uint32_t version;           ///< layout version of this struct (1)
+  std::uint32_t version;           ///< layout version of this struct (2)
   std::uint32_t promise_offset;    ///< coroutine frame start → its frame_base (the promise)
   std::uint32_t frame_handle;      ///< frame_base::m_handle (the coroutine frame's address)
   std::uint32_t frame_parent;      ///< frame_base::m_parent

@@ -19,13 +19,17 @@ namespace magpie::trace {
 /// A snapshot of a pool's counters (core::worker_stats documents each one).
 struct counter_snapshot {
   std::vector<core::worker_stats> workers; ///< one row per worker, by index
-  core::worker_stats total;                ///< the rows summed (stack_peak: the largest)
-  std::uint64_t roots_submitted = 0;       ///< roots handed to the pool (counted at submission)
-  bool counting_tasks = false;             ///< forks, calls and tasks were being counted
+  /// One row per guest slot (pool_options::callers_run_roots: callers that ran roots here).
+  std::vector<core::worker_stats> callers;
+  core::worker_stats total;          ///< the rows summed (stack_peak: the largest)
+  std::uint64_t roots_submitted = 0; ///< roots handed to the pool (counted at submission)
+  bool counting_tasks = false;       ///< forks, calls and tasks were being counted
 
-  /// A fixed-width table: a header, one line per worker, and a "total" line.
+  /// A fixed-width table: a header, one line per worker ("c0", "c1", ...: per guest slot), and
+  /// a "total" line.
   std::string to_table() const;
-  /// A JSON object: {"workers":[{...},...],"total":{...},"roots_submitted":N,"counting_tasks":b}.
+  /// A JSON object: {"workers":[{...},...],"total":{...},"roots_submitted":N,"counting_tasks":b},
+  /// with "callers":[{...},...] after "workers" when the pool has guest slots.
   std::string to_json() const;
 };
 

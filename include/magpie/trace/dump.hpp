@@ -40,13 +40,15 @@ struct task_frame {
 
 /// What one worker is running: its chain, innermost (the running task) first.
 struct worker_chain {
-  std::size_t worker = 0;        ///< the worker's index in its pool
+  std::size_t worker = 0;        ///< the worker's index in its pool (or the caller's slot)
   std::vector<task_frame> chain; ///< empty: the worker runs no task
+  bool caller = false;           ///< a thread that runs its own root (pool::run_root_here)
 };
 
 /// A snapshot of a pool's tasks (see dump()).
 struct task_dump {
-  std::vector<worker_chain> workers;           ///< one per worker, by index
+  /// One per worker, by index; then one per caller that runs a root in the pool right now.
+  std::vector<worker_chain> workers;
   bool parked_tracked = false;                 ///< a track_parked was alive: `parked` is filled
   std::vector<std::vector<task_frame>> parked; ///< each parked task's chain, innermost first
   /// The text dump() prints: per worker its chain ("#0 function  [frame 0x…]"), then the
