@@ -621,13 +621,12 @@ void pool::resubmit(job *j, std::size_t worker) noexcept {
   std::size_t const n = m_workers.size();
   MAGPIE_CHECK(worker == core::ext::any_worker || worker < n + m_guests.size(),
                "a suspended task was resumed on a worker index its pool does not have");
-  detail::worker *const own = calling_worker();
   if (worker >= n) {
     worker = core::ext::any_worker; // a guest runs only its own root's strand: any worker will do
   }
   if (worker == core::ext::any_worker) {
 #if !MAGPIE_ASYMMETRIC_FENCES // (a steal there pays a heavy fence: keep this path for pops)
-    if (own != nullptr && !is_guest(*own)) {
+    if (detail::worker *const own = calling_worker(); own != nullptr && !is_guest(*own)) {
       // A task of ours resumed it: keep it on our worker, lock-free, without a wake-up (we are
       // active, so a thief is awake: §6); idle thieves take it if we stay busy. The push cannot
       // fail once room is reserved; if reserving fails (no memory), use the locked queue below.
