@@ -1048,11 +1048,11 @@ bool pool::run_root_here(job *j) {
     }
     bump_own(m_outside_roots, std::memory_order_seq_cst); // seq_cst: as the workers' (§9.1)
   }
-  // Thieves look at the guests from now on. Then the guest counts as active (a lazy pool keeps a
-  // thief awake while it runs, §5.2 and §6): if no thief is awake, wake one to take our
-  // continuations.
-  // A one-worker pool leaves the guest's work to the guest: it runs its root in the serial order,
-  // as the pool's one worker would, and its worker stays free for spawned and resumed tasks.
+  // On a pool of two or more workers thieves look at the guests from now on, and the guest counts
+  // as active (a lazy pool keeps a thief awake while it runs, §5.2 and §6): if no thief is awake,
+  // wake one to take our continuations. A one-worker pool leaves the guest's work to the guest:
+  // it runs its root in the serial order, as the pool's one worker would, and its worker stays
+  // free for spawned and resumed tasks.
   bool const shared = m_workers.size() >= 2;
   if (shared) {
     m_guests_running.fetch_add(1, std::memory_order_seq_cst);

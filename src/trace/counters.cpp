@@ -124,23 +124,21 @@ std::string counter_snapshot::to_table() const {
 }
 
 std::string counter_snapshot::to_json() const {
-  std::string out = "{\"workers\":[";
-  for (std::size_t w = 0; w < workers.size(); ++w) {
-    if (w != 0) {
-      out += ',';
-    }
-    out += trace::to_json(workers[w]);
-  }
-  out += ']';
-  if (!callers.empty()) {
-    out += ",\"callers\":[";
-    for (std::size_t c = 0; c < callers.size(); ++c) {
-      if (c != 0) {
+  auto const append_rows = [](std::string &out, std::vector<core::worker_stats> const &rows) {
+    out += '[';
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      if (r != 0) {
         out += ',';
       }
-      out += trace::to_json(callers[c]);
+      out += trace::to_json(rows[r]);
     }
     out += ']';
+  };
+  std::string out = "{\"workers\":";
+  append_rows(out, workers);
+  if (!callers.empty()) {
+    out += ",\"callers\":";
+    append_rows(out, callers);
   }
   out += ",\"total\":";
   out += trace::to_json(total);

@@ -89,11 +89,7 @@ struct root_job final : job, core::root_block {
     core::detail::set_done(self->m_word, self);
   }
 
-  void wait() {
-    if (m_word.load(std::memory_order_acquire) != core::detail::word_done) { // acquire: the value
-      core::detail::wait_for_done(m_word, this);
-    }
-  }
+  void wait() { core::detail::wait_for_done(m_word, this); }
 
   value_type result() {
     if (has_exception()) {
