@@ -291,10 +291,21 @@ struct worker : core::context {
   std::atomic<std::uint64_t> holds{0};
   std::atomic<std::uint64_t> unholds{0};
   std::atomic<bool> taken{false}; // a guest slot: a caller runs its root on it (run_root_here)
-  unsigned failures = 0;          // consecutive rounds without work (owner only)
-  bool active = false;            // counted in pool::m_active (lazy pools; owner only)
+  // A guest slot: an empty chain a worker gave back (pool::keep_chain), for the slot's next root
+  // when its own chain left with a task. Written by workers, taken by the slot's holder.
+  std::atomic<core::stacklet *> returned_chain{nullptr};
+  unsigned failures = 0; // consecutive rounds without work (owner only)
+  bool active = false;   // counted in pool::m_active (lazy pools; owner only)
   rng random;
   std::thread thread;
+
+  ~worker() {
+    if (core::stacklet *chain = returned_chain.load(std::memory_order_acquire); chain != nullptr) {
+      core::stacklet::destroy_empty_chain(chain);
+    }
+  }
+  worker(worker const &) = delete;
+  worker &operator=(worker const &) = delete;
 };
 
 } // namespace detail
@@ -348,6 +359,9 @@ core::executor::operations const pool::executor_operations = {
     },
     [](core::executor &self) noexcept { static_cast<pool &>(self).unhold(); },
     [](core::executor const &self) noexcept { return static_cast<pool const &>(self).size(); },
+    [](core::executor &self, core::stacklet *chain) noexcept {
+      return static_cast<pool &>(self).keep_chain(chain);
+    },
 };
 
 // Inlined into its callers (all in this file): hold, resubmit, unhold, submit_root, finish_root
@@ -1030,6 +1044,24 @@ detail::worker *pool::claim_guest() noexcept {
   return nullptr;
 }
 
+bool pool::keep_chain(core::stacklet *chain) noexcept {
+  // A guest slot's chain leaves with its root (a join, a wait, resume_on) and ends up on a worker,
+  // which then has one chain too many: it comes back here. At most one chain waits per slot.
+  if (chain->capacity() < core::stack::initial_capacity) {
+    return false; // a parked task's small chain: a root would outgrow it at once
+  }
+  for (auto const &guest : m_guests) {
+    core::stacklet *expected = nullptr;
+    // release: the chain's fields (its saved top, its cached successor) go with it
+    if (guest->returned_chain.load(std::memory_order_relaxed) == nullptr &&
+        guest->returned_chain.compare_exchange_strong(expected, chain, std::memory_order_release,
+                                                      std::memory_order_relaxed)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool pool::run_root_here(job *j) {
   if (m_guests.empty() || m_observed.load(std::memory_order_acquire) || is_worker_thread()) {
     return false; // (sync_wait refuses the last case before it gets here)
@@ -1037,6 +1069,23 @@ bool pool::run_root_here(job *j) {
   detail::worker *const g = claim_guest();
   if (g == nullptr) {
     return false; // every slot is in use: the root goes to a worker
+  }
+  if (!g->stack().has_chain()) {
+    // The slot's last root left with its chain (a join, a wait, resume_on): take the one a worker
+    // gave back (acquire: its fields, from that worker), else a fresh full-sized one. (Not the
+    // small first stacklet a worker starts after a park: roots are fork-join work, and a chain
+    // that grows on every visit would allocate on every visit.)
+    if (core::stacklet *chain = g->returned_chain.exchange(nullptr, std::memory_order_acquire);
+        chain != nullptr) {
+      g->adopt_stack(chain);
+    } else {
+      try {
+        g->stack().ensure();
+      } catch (...) {
+        g->taken.store(false, std::memory_order_release);
+        throw;
+      }
+    }
   }
   {
     // In flight exactly as a root submitted from outside (submit_root): refused once closing,

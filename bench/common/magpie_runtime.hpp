@@ -26,6 +26,10 @@ public:
     magpie::pool_options po(magpie::placement::parse(o.placement)); // throws on a bad name
     po.workers = o.workers;
     po.victims = magpie::sched::parse_victim_policy(o.victims);
+    // The root goes to the workers, so that P workers are all the threads that run it, as P
+    // threads are for every peer (a caller running its root would make P + 1: bench/edges
+    // measures that door).
+    po.callers_run_roots = false;
     if (o.pool == "busy") {
       m_pool = std::make_unique<magpie::busy_pool>(po);
     } else {

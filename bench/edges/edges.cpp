@@ -35,7 +35,7 @@ using edges::now_ns;
 struct config {
   int rounds = 7;
   std::vector<unsigned> workers{1, 2};
-  std::vector<std::string> runtimes{"serial",      "magpie-lazy", "magpie-lazy-caller",
+  std::vector<std::string> runtimes{"serial",      "magpie-lazy", "magpie-lazy-handoff",
                                     "magpie-busy", "tbb",         "omp"};
   std::vector<std::string> only; // empty: every case
   double slot_ms = 15;           // loops: timed calls per turn ≈ this long (serial estimate)
@@ -53,7 +53,7 @@ struct config {
 [[noreturn]] void usage(char const *argv0, char const *why) {
   std::fprintf(stderr,
                "%s: %s\nusage: %s [--quick] [--rounds R] [--workers 1,2] [--runtimes "
-               "serial,magpie-lazy,magpie-lazy-caller,magpie-busy,magpie-busy-caller,tbb,omp]\n"
+               "serial,magpie-lazy,magpie-lazy-handoff,magpie-busy,magpie-busy-handoff,tbb,omp]\n"
                "  [--only "
                "loops,reduce,roots,spawn,asleep,wake,find,idle] [--slot-ms MS] [--wake-samples N]\n"
                "  [--wake-idle S] [--idle-seconds S]\n",
@@ -136,7 +136,7 @@ config parse(int argc, char **argv) {
   }
   for (auto const &rt : c.runtimes) {
     if (rt != "serial" && rt != "magpie-lazy" && rt != "magpie-busy" &&
-        rt != "magpie-lazy-caller" && rt != "magpie-busy-caller" && rt != "tbb" && rt != "omp") {
+        rt != "magpie-lazy-handoff" && rt != "magpie-busy-handoff" && rt != "tbb" && rt != "omp") {
       usage(argv[0], "unknown runtime");
     }
   }
@@ -165,7 +165,8 @@ bool built(std::string const &rt) {
 
 std::unique_ptr<door> open(std::string const &rt, unsigned workers) {
   if (rt.starts_with("magpie-")) {
-    return edges::make_magpie_door(rt.starts_with("magpie-busy"), workers, rt.ends_with("-caller"));
+    return edges::make_magpie_door(rt.starts_with("magpie-busy"), workers,
+                                   !rt.ends_with("-handoff"));
   }
 #if MAGPIE_BENCH_HAVE_TBB
   if (rt == "tbb") {

@@ -44,18 +44,31 @@ enum class sched_kind { inline_, busy, lazy };
 struct sched_param {
   sched_kind kind;
   std::size_t workers;
+  /// A pool whose callers hand their roots to a worker and wait (callers_run_roots off), instead
+  /// of running them themselves (the default).
+  bool handoff = false;
 };
 
 inline std::string to_string(sched_param const &p) {
+  std::string const suffix = p.handoff ? "_handoff" : "";
   switch (p.kind) {
   case sched_kind::inline_:
     return "inline";
   case sched_kind::busy:
-    return "busy_" + std::to_string(p.workers);
+    return "busy_" + std::to_string(p.workers) + suffix;
   case sched_kind::lazy:
-    return "lazy_" + std::to_string(p.workers);
+    return "lazy_" + std::to_string(p.workers) + suffix;
   }
   return "unknown";
+}
+
+/// Options for a pool of `workers` whose callers hand their roots to a worker and wait (for the
+/// tests of that path: the polling caller, sleeps and wake-ups between roots).
+inline magpie::pool_options handoff_options(std::size_t workers) {
+  magpie::pool_options o;
+  o.workers = workers;
+  o.callers_run_roots = false;
+  return o;
 }
 
 inline void PrintTo(sched_param const &p, std::ostream *os) { *os << to_string(p); }
@@ -69,7 +82,8 @@ struct sched_name {
 
 inline constexpr std::size_t worker_counts[] = {1, 2, 3, 8};
 
-/// Every scheduler: the inline one once, busy and lazy pools with 1, 2, 3 and 8 workers.
+/// Every scheduler: the inline one once, busy and lazy pools with 1, 2, 3 and 8 workers (their
+/// callers run their roots), and a busy and a lazy pool whose callers hand their roots over.
 inline std::vector<sched_param> all_schedulers() {
   std::vector<sched_param> out{{sched_kind::inline_, 1}};
   for (sched_kind k : {sched_kind::busy, sched_kind::lazy}) {
@@ -77,6 +91,8 @@ inline std::vector<sched_param> all_schedulers() {
       out.push_back({k, n});
     }
   }
+  out.push_back({sched_kind::busy, 2, true});
+  out.push_back({sched_kind::lazy, 3, true});
   return out;
 }
 
@@ -101,10 +117,10 @@ public:
       m_inline = std::make_unique<magpie::inline_scheduler>();
       break;
     case sched_kind::busy:
-      m_pool = std::make_unique<magpie::busy_pool>(p.workers);
+      m_pool = std::make_unique<magpie::busy_pool>(options(p));
       break;
     case sched_kind::lazy:
-      m_pool = std::make_unique<magpie::lazy_pool>(p.workers);
+      m_pool = std::make_unique<magpie::lazy_pool>(options(p));
       break;
     }
   }
@@ -149,6 +165,12 @@ public:
   }
 
 private:
+  static magpie::pool_options options(sched_param p) {
+    magpie::pool_options o = handoff_options(p.workers);
+    o.callers_run_roots = !p.handoff;
+    return o;
+  }
+
   sched_param m_param;
   std::unique_ptr<magpie::inline_scheduler> m_inline;
   std::unique_ptr<magpie::pool> m_pool;

@@ -91,7 +91,7 @@ TEST(sync_wait, lazy_pool_sleeps_between_roots_and_always_wakes) {
   // shows as a hang (caught by the watchdog).
   watchdog dog(current_test_name());
   for (std::size_t workers : {1u, 2u, 3u}) {
-    magpie::lazy_pool pool(workers);
+    magpie::lazy_pool pool(magpie::test::handoff_options(workers)); // a worker runs each root
     auto total_sleeps = [&] {
       std::uint64_t n = 0;
       for (auto const &s : pool.stats()) {
@@ -204,7 +204,7 @@ TEST(sync_wait, the_polling_budget_rises_for_short_waits_and_falls_after_a_long_
   }
   std::uint64_t const short_iters =
       std::max<std::uint64_t>(1, probe * 20'000 / static_cast<std::uint64_t>(probe_ns + 1));
-  magpie::lazy_pool pool(1);
+  magpie::lazy_pool pool(magpie::test::handoff_options(1)); // the caller waits for a worker
   poll_budget() = poll_floor;
   auto highest = poll_budget();
   for (int i = 0; i < 40; ++i) {
@@ -263,7 +263,7 @@ TEST(sync_wait, the_polling_budget_follows_the_waits) {
 // would. Bound: 30 ms (a sleeping thread uses none; margin for a loaded machine).
 TEST(sync_wait, a_caller_with_a_raised_budget_still_sleeps_through_a_long_root) {
   watchdog dog(current_test_name());
-  magpie::lazy_pool pool(1);
+  magpie::lazy_pool pool(magpie::test::handoff_options(1)); // the caller waits for a worker
   magpie::core::detail::poll_budget() = magpie::core::detail::poll_ceiling;
   auto const cpu0 = magpie::core::detail::thread_cpu_now();
   ASSERT_EQ(magpie::sync_wait(pool, sleep_then, std::chrono::milliseconds(300), long{5}), 5);

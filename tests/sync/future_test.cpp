@@ -227,7 +227,7 @@ task<long> many_awaiters(magpie::pool *p, std::atomic<int> *helped, int tasks, i
 TEST(future, one_worker_helps_every_unstarted_future_without_parking) {
   watchdog dog(current_test_name());
   for (auto policy : {magpie::idle_policy::busy, magpie::idle_policy::lazy}) {
-    magpie::pool pool(1, policy);
+    magpie::pool pool(handoff_options(1), policy); // the root runs on the worker
     std::atomic<int> helped{0};
     int const tasks = 8, n = scaled(50, 10);
     long const r = magpie::sync_wait(pool, many_awaiters, &pool, &helped, tasks, n);

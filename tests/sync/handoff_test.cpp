@@ -112,11 +112,12 @@ magpie::future<void> block_other_worker(magpie::pool *p, stage<Prim> *s) {
   return x;
 }
 
+/// The stage needs the root on worker A: its caller hands it over rather than running it.
 std::unique_ptr<magpie::pool> two_worker_pool(sched_kind k) {
   if (k == sched_kind::busy) {
-    return std::make_unique<magpie::busy_pool>(2);
+    return std::make_unique<magpie::busy_pool>(handoff_options(2));
   }
-  return std::make_unique<magpie::lazy_pool>(2);
+  return std::make_unique<magpie::lazy_pool>(handoff_options(2));
 }
 
 enum class stage_end {

@@ -13,6 +13,8 @@
 //   - claimed jobs still in a deque when the pool is destroyed are dropped, not leaked (ASan and
 //     LeakSanitizer presets), and the pool's destructor waits for local roots spawned by tasks
 //     that already finished (per-worker counts).
+// Every pool here hands its roots to a worker (callers_run_roots off): the worker-local path is
+// what is tested; a caller running its root sends its spawns to the workers (caller_runs_test).
 
 #include <algorithm>
 #include <array>
@@ -85,7 +87,7 @@ TEST_P(local_spawn_test, a_spawn_then_await_tree_keeps_few_states_alive) {
   counted::reset();
   constexpr int depth = 7; // 4^7 = 16,384 leaves, 21,845 tasks
   {
-    magpie::pool pool(1, GetParam());
+    magpie::pool pool(handoff_options(1), GetParam());
     counted const r = magpie::sync_wait(pool, future_tree, &pool, depth);
     EXPECT_EQ(r.value, 16384);
   }
@@ -112,7 +114,7 @@ TEST_P(local_spawn_test, a_task_group_tree_runs_depth_first_on_its_worker) {
   counted::reset();
   std::atomic<long> leaves{0};
   {
-    magpie::pool pool(1, GetParam());
+    magpie::pool pool(handoff_options(1), GetParam());
     magpie::task_group g(pool);
     g.spawn(group_tree, &pool, 5, counted(0), &leaves); // 8^5 = 32,768 leaves
     g.wait();
@@ -137,7 +139,7 @@ TEST_P(local_spawn_test, priorities_hold_against_local_spawns) {
   order_log log;
   magpie::counter c;
   {
-    magpie::pool pool(1, GetParam());
+    magpie::pool pool(handoff_options(1), GetParam());
     magpie::sync_wait(pool, spawn_mixed, &pool, &c, &log);
     c.wait();
   }
@@ -159,7 +161,7 @@ task<long> spawn_and_help(magpie::pool *p, int n) {
 
 TEST_P(local_spawn_test, claimed_jobs_left_in_a_deque_are_dropped_at_shutdown) {
   for (std::size_t workers : {1u, 2u}) {
-    magpie::pool pool(workers, GetParam());
+    magpie::pool pool(handoff_options(workers), GetParam());
     EXPECT_EQ(magpie::sync_wait(pool, spawn_and_help, &pool, 100), 4950);
   } // the pool's destructor: every job, claimed or not, runs or is dropped (no leak under LSan)
 }
@@ -188,7 +190,7 @@ TEST_P(local_spawn_test, the_destructor_waits_for_local_roots_of_finished_tasks)
   for (int round = 0; round < 20; ++round) {
     std::atomic<long> done{0};
     {
-      magpie::pool pool(2, GetParam());
+      magpie::pool pool(handoff_options(2), GetParam());
       magpie::sync_wait(pool, spawner, &pool, &done, 16); // returns before its spawns finish
     } // must wait for all 16, spawned and finished on either worker
     ASSERT_EQ(done.load(), 16) << "round " << round;
@@ -221,7 +223,7 @@ TEST_P(local_spawn_test, tasks_resumed_by_a_task_run_first_and_in_order) {
   std::array<magpie::resume_handle, 3> handles;
   std::atomic<int> parked{0};
   {
-    magpie::pool pool(1, GetParam());
+    magpie::pool pool(handoff_options(1), GetParam());
     for (int i = 0; i < 3; ++i) {
       magpie::spawn(pool, c, parks_then_logs, &log, 1 + i, &handles[i], &parked);
       ASSERT_TRUE(wait_until([&] { return parked.load() == i + 1; }));
@@ -253,7 +255,7 @@ task<long> sum_wide(magpie::pool *p) {
 }
 
 TEST_P(local_spawn_test, an_over_aligned_callable_keeps_its_alignment) {
-  magpie::pool pool(1, GetParam());
+  magpie::pool pool(handoff_options(1), GetParam());
   EXPECT_EQ(magpie::sync_wait(pool, sum_wide, &pool), 36);
   wide_fn const fn{5};
   EXPECT_EQ(magpie::spawn(pool, fn).get(), 5); // from a plain thread too

@@ -54,7 +54,11 @@ extern "C" [[gnu::noinline]] void magpie_gdb_stop_here() {
 
 int main() {
   magpie::trace::track_parked parked;
-  magpie::lazy_pool pool(1);
+  // Both roots go to the pool's worker (the caller hands them over): `magpie bt 0` shows them.
+  magpie::pool_options options;
+  options.workers = 1;
+  options.callers_run_roots = false;
+  magpie::lazy_pool pool(options);
   magpie::event ev;
   int waited = 0;
   int depth = 0;

@@ -108,7 +108,10 @@ TEST(trace_counters, add_up_on_a_busy_pool) { counters_add_up<magpie::sched::bus
 TEST(trace_counters, add_up_on_a_lazy_pool) { counters_add_up<magpie::sched::lazy_pool>(3); }
 
 TEST(trace_counters, lazy_workers_sleep_and_wake) {
-  magpie::sched::lazy_pool pool(2);
+  magpie::pool_options options; // the root goes to a sleeping worker (its caller hands it over)
+  options.workers = 2;
+  options.callers_run_roots = false;
+  magpie::sched::lazy_pool pool(options);
   // Let both fall asleep (sanitizer builds take a while to get there).
   auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (magpie::trace::counters(pool).total.sleeps < 2 &&

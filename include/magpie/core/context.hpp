@@ -47,6 +47,8 @@ public:
     void (*unhold)(executor &self) noexcept;
     /// Number of workers (see workers()).
     std::size_t (*workers)(executor const &self) noexcept;
+    /// Takes an empty chain a worker has no use for (see keep_chain()); null: none is kept.
+    bool (*keep_chain)(executor &self, stacklet *chain) noexcept;
   };
 
   executor(executor const &) = delete;
@@ -70,6 +72,13 @@ public:
 
   /// Number of workers.
   std::size_t workers() const noexcept { return m_ops->workers(*this); }
+
+  /// A worker of this executor, about to free `chain` (an empty stack chain it has no room for:
+  /// it already keeps a spare): returns true if the executor took it instead, for a thread that
+  /// lost its own chain to a task that left it (a pool's guest slots, pool::run_root_here).
+  bool keep_chain(stacklet *chain) noexcept {
+    return m_ops->keep_chain != nullptr && m_ops->keep_chain(*this, chain);
+  }
 
   /// True if this executor was built with `ops` (how a scheduler recognises its own kind).
   bool implemented_by(operations const &ops) const noexcept { return m_ops == &ops; }
@@ -278,13 +287,14 @@ public:
   }
 
   /// Takes over `top`, the chain of a task about to be resumed. The current chain must be empty;
-  /// it is kept as the spare (or freed if there is one already).
+  /// it is kept as the spare, or given to the executor (executor::keep_chain) if there is one
+  /// already, or freed.
   void adopt_stack(stacklet *top) noexcept {
     MAGPIE_ASSERT(m_stack.empty(), "internal: a worker adopted a stack while its own was in use");
     if (stacklet *mine = m_stack.release(); mine != nullptr) {
       if (m_spare == nullptr) {
         m_spare = mine;
-      } else {
+      } else if (m_home == nullptr || !m_home->keep_chain(mine)) {
         stacklet::destroy_empty_chain(mine);
       }
     }

@@ -271,6 +271,9 @@ public:
     return m_top == nullptr || (m_top->m_prev == nullptr && m_sp == m_top->base());
   }
 
+  /// False once the chain was handed away (release) until one is adopted or allocated again.
+  bool has_chain() const noexcept { return m_top != nullptr; }
+
   /// True if `ptr` is the most recent allocation of `bytes` bytes (for debug checks).
   bool is_top(void const *ptr, std::size_t bytes) const noexcept {
     return static_cast<std::byte const *>(ptr) + round_up(bytes) == m_sp;

@@ -104,6 +104,7 @@ inline core::executor::operations const inline_scheduler::operations_table = {
     },
     [](core::executor &self) noexcept { static_cast<inline_scheduler &>(self).unhold(); },
     [](core::executor const &) noexcept { return std::size_t{1}; },
+    nullptr, // its one context never lends its chain to another thread
 };
 
 } // namespace magpie::sched

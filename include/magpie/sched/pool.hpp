@@ -86,11 +86,12 @@ struct pool_options {
   /// caller works instead of waiting (bench/README.md, `edges`). A pool of P ≥ 2 workers then
   /// runs a root on P + 1 threads; a one-worker pool runs it all on the caller. trace::dump and
   /// the gdb extension list a caller's chain as "caller k"; stats() has a row per guest slot.
-  /// Off by default. A root that leaves its caller (a join whose children were stolen, a wait,
-  /// resume_on) takes the caller's stack chain along, as it would a worker's: the caller's next
-  /// root then allocates a fresh first stacklet (a worker keeps a spare chain; a guest slot does
-  /// not).
-  bool callers_run_roots = false;
+  /// On by default. A root that leaves its caller (a join whose children were stolen, a wait,
+  /// resume_on) takes the caller's stack chain along, as it would a worker's; the worker that
+  /// ends up with one chain too many gives it back to the guest slot, so that steady traffic
+  /// allocates nothing. Off: every root goes to a worker, and the caller sleeps until it is done
+  /// (this_worker_index() inside a root is then a worker's index, never -1).
+  bool callers_run_roots = true;
 
   pool_options() = default;
   /// Options with this placement and defaults otherwise.
@@ -276,6 +277,7 @@ private:
   void run_batch(detail::worker &w, job *j);
   void idle(detail::worker &w);
   detail::worker *claim_guest() noexcept;
+  bool keep_chain(core::stacklet *chain) noexcept;
   bool is_guest(detail::worker const &w) const noexcept;
   bool steal_from(detail::worker &w, detail::worker &victim, std::size_t index);
   bool work_visible(detail::worker const &w) const noexcept;
