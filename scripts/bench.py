@@ -69,10 +69,10 @@ PROBLEMS: dict[str, dict] = {
     },
     "skynet": {"default": ["default"], "paper": ["paper"]},
     "zipf": {"default": ZIPF_SIZES, "paper": ZIPF_SIZES},
-    # The parallel algorithms (bench/algo): --paper runs the issue's sizes (0.8-1.6 GB of memory).
+    # The parallel algorithms (bench/algo): --paper runs the large sizes (0.8-1.6 GB of memory).
     "algo": {"default": ["reduce", "scan", "sort", "find"],
              "paper": ["reduce-1e8", "scan-1e8", "sort-1e7", "find-1e8"]},
-    # issue 9: skynet with 10^6 leaves the carb.tasking ways (bench/sync/skynet_tasks.cpp)
+    # skynet with 10^6 leaves, spawned the carb.tasking ways (bench/sync/skynet_tasks.cpp)
     "skynet-tasks": {"default": ["6"], "paper": ["6"]},
     # bench/sync: magpie::mutex, a magpie::semaphore of one permit, a magpie::shared_mutex
     # (writers only, and three readers to a writer) and std::mutex (the size names the lock),
