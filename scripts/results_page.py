@@ -155,12 +155,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("run", help="a run folder of scripts/bench.py (results/latest, results/<timestamp>) or its results.json")
     p.add_argument("-o", "--output", help="where to write the page (default: RUN/index.html)")
     args = p.parse_args(argv)
-    try:
-        print(f"results_page: wrote {write(Path(args.run), Path(args.output) if args.output else None)}")
-    except (OSError, ValueError, KeyError) as e:
-        print(f"results_page: {e!r}" if isinstance(e, KeyError) else f"results_page: {e}", file=sys.stderr)
-        return 1
-    return 0
+    output = Path(args.output) if args.output else None
+    return results_table.reporting_errors(
+        "results_page", lambda: print(f"results_page: wrote {write(Path(args.run), output)}"))
 
 
 if __name__ == "__main__":

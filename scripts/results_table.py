@@ -194,15 +194,25 @@ def main(argv: list[str]) -> int:
     p.add_argument("--update", metavar="FILE",
                    help=f"replace the text between {BEGIN} and {END} in FILE instead of printing")
     args = p.parse_args(argv)
-    try:
+
+    def run() -> None:
         text = table(load(Path(args.run)))
         if args.update:
             update(Path(args.update), text)
             print(f"results_table: updated {args.update} from {args.run}")
         else:
             print(text)
+
+    return reporting_errors("results_table", run)
+
+
+def reporting_errors(name: str, action) -> int:
+    """Runs action(); returns 0, or 1 after saying (as `name`) why a run or file could not be read
+    or written."""
+    try:
+        action()
     except (OSError, ValueError, KeyError) as e:
-        print(f"results_table: {e!r}" if isinstance(e, KeyError) else f"results_table: {e}", file=sys.stderr)
+        print(f"{name}: {e!r}" if isinstance(e, KeyError) else f"{name}: {e}", file=sys.stderr)
         return 1
     return 0
 
