@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Work/span prediction vs measured speedup at 2 workers (issue 13's target: within 15 %).
+"""Work/span prediction vs measured speedup at 2 workers (the prediction should hold within 15 %).
 
 For each program, in interleaved rounds:
   * the prediction: <ot>/<problem>_magpie --workspan (a MAGPIE_OBSERVE_TASKS build) prints the

@@ -10,9 +10,10 @@ Each measurement is a separate process (so its peak RSS, read from the OS with w
 own). The binary runs warm-up repetitions and then timed ones and prints one @@RESULT JSON line;
 this script collects them, checks answers (each binary checks against BENCHMARKS.md; answers
 without a reference must agree across runtimes), prints a summary table and writes raw results
-(CSV, JSON), the Markdown table of scripts/results_table.py (results.md) and plots to
-results/<timestamp>/ (and results/latest). It changes no tracked file; it prints the command that
-puts results.md into bench/README.md.
+(CSV, JSON), the Markdown table of scripts/results_table.py (results.md), plots and one page that
+shows the table and the plots (index.html, scripts/results_page.py) to results/<timestamp>/ (and
+results/latest). It changes no tracked file; it prints the command that puts results.md into
+bench/README.md.
 
 At the end it says what ran, what was missing (a binary that was not built, the self-test, a
 microbenchmark) and what failed. Exit status: 0 when everything requested ran and every check
@@ -38,6 +39,7 @@ import threading
 import time
 from pathlib import Path
 
+import results_page  # scripts/results_page.py: the run's page (index.html)
 import results_table  # scripts/results_table.py: the Markdown summary (results.md)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,10 +69,10 @@ PROBLEMS: dict[str, dict] = {
     },
     "skynet": {"default": ["default"], "paper": ["paper"]},
     "zipf": {"default": ZIPF_SIZES, "paper": ZIPF_SIZES},
-    # The parallel algorithms (bench/algo): --paper runs the issue's sizes (0.8-1.6 GB of memory).
+    # The parallel algorithms (bench/algo): --paper runs the large sizes (0.8-1.6 GB of memory).
     "algo": {"default": ["reduce", "scan", "sort", "find"],
              "paper": ["reduce-1e8", "scan-1e8", "sort-1e7", "find-1e8"]},
-    # issue 9: skynet with 10^6 leaves the carb.tasking ways (bench/sync/skynet_tasks.cpp)
+    # skynet with 10^6 leaves, spawned the carb.tasking ways (bench/sync/skynet_tasks.cpp)
     "skynet-tasks": {"default": ["6"], "paper": ["6"]},
     # bench/sync: magpie::mutex, a magpie::semaphore of one permit, a magpie::shared_mutex
     # (writers only, and three readers to a writer) and std::mutex (the size names the lock),
@@ -766,6 +768,13 @@ def main(argv: list[str]) -> int:
             with open(outdir / "edges.json", "w") as f:
                 json.dump({"machine": info, "rows": edges_rows}, f, indent=1)
 
+    # Last, so that the page links every file the run wrote; before results/latest, which may be a copy.
+    try:
+        page = results_page.write(outdir).name
+    except (OSError, ValueError, KeyError) as e:  # the files above hold the whole run without it
+        print(f"warning: writing the results page failed ({e!r}); the other files are complete")
+        page = None
+
     latest = Path(args.results) / "latest"
     try:
         if latest.is_symlink() or latest.is_file():
@@ -775,10 +784,13 @@ def main(argv: list[str]) -> int:
         latest.symlink_to(stamp)
     except OSError:
         shutil.copytree(outdir, latest)
-    print(f"\nresults: {outdir} (also {latest}): results.csv, results.json, summary.txt, results.md"
+    print(f"\nresults: {outdir} (also {latest}): " + (f"{page}, " if page else "")
+          + "results.csv, results.json, summary.txt, results.md"
           + (", micro.txt" if (outdir / "micro.txt").exists() else "")
           + (", edges.json" if (outdir / "edges.json").exists() else "")
           + (", " + ", ".join(plots) if plots else ""))
+    if page:
+        print(f"The table and the plots on one page: open {latest / page} in a browser.")
     readme = Path(os.path.relpath(ROOT / "bench" / "README.md"))
     print(f"Markdown summary: {outdir / 'results.md'}. To make it bench/README.md's results table "
           f"(this run changes no tracked file):\n  python3 {Path(os.path.relpath(ROOT / 'scripts'))}/"

@@ -9,8 +9,9 @@
 #   ./scripts/bench.sh --paper              # the paper's sizes (Table I): hours on 2 cores
 #   ./scripts/bench.sh --only edges         # entering the pool from ordinary code (bench/edges)
 #
-# Results: results/<timestamp>/ and results/latest (see bench/README.md). Its results.md is the
-# Markdown table; scripts/results_table.py RUN --update bench/README.md puts it into the README.
+# Results: results/<timestamp>/ and results/latest (see bench/README.md). Its index.html shows the
+# table and the plots in a browser; its results.md is the Markdown table;
+# scripts/results_table.py RUN --update bench/README.md puts it into the README.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -8,11 +8,14 @@
 #                      MAGPIE_ASYMMETRIC_FENCES
 #   asan-ubsan-libcxx  Clang 16, libc++, C++20, -O1 with assertions, ASan+UBSan
 #   tsan               Clang 16, libstdc++, C++20, assertions, ThreadSanitizer
-# plus clang-format, the documentation build (Doxygen, warnings as errors) and clang-tidy. The
+# plus clang-format, the documentation build (Doxygen, warnings as errors), clang-tidy and the
+# benchmark results page (results-page: scripts/results_page.py's page of a fixture run, rendered
+# by headless Chromium and checked against its results.json by scripts/check_results_page.py). The
 # presets dev-clang, dev-libcxx, dev-cxx23, release-clang-fences and asan-ubsan remain for
 # development; what each would add is covered above (Clang with assertions under the sanitizers,
 # libc++ under ASan, C++23 and the fences in one release build).
-# Usage: scripts/test.sh [quick | PRESET|docs|clang-tidy...]   (default: all presets and checks)
+# Usage: scripts/test.sh [quick | PRESET|docs|clang-tidy|results-page...]
+#   (default: all presets and checks)
 #   quick: the GCC dev build of the library, the examples and a core subset of the tests, run once
 #   (a few minutes): for a first check that magpie works here. The full run is what CI runs.
 # Ends with the skipped tests and why, the failed ones by name, the time each stage took, then
@@ -29,7 +32,7 @@ quick=0
 if ((${#presets[@]} == 1)) && [ "${presets[0]}" = quick ]; then
   quick=1 presets=(dev)
 elif ((${#presets[@]} == 0)); then
-  presets=(docs dev clang-tidy release release-clang-fences-cxx23 asan-ubsan-libcxx tsan)
+  presets=(docs results-page dev clang-tidy release release-clang-fences-cxx23 asan-ubsan-libcxx tsan)
 fi
 jobs=$(nproc)
 passed=0 failed=0 skipped=0 failed_presets=()
@@ -119,6 +122,7 @@ for preset in "${presets[@]}"; do
   case "$preset" in
     docs) run_check docs scripts/docs.sh build/docs; continue ;;
     clang-tidy) run_check clang-tidy scripts/tidy.sh build/tidy; continue ;;
+    results-page) run_check results-page python3 scripts/check_results_page.py; continue ;;
   esac
   echo "=== magpie tests: preset $preset ==="
   extra=("${launcher[@]}")

@@ -3,7 +3,7 @@
 // inclusive_scan of ints, sort of random 64-bit keys, find_if with the match at a random position.
 //
 // Sizes: "reduce", "scan", "sort", "find" (10⁷, 10⁷, 10⁶, 10⁷ elements: the default run) and the
-// issue's sizes "reduce-1e8", "scan-1e8", "sort-1e7", "find-1e8" (--paper; 0.8–1.6 GB of memory).
+// large sizes "reduce-1e8", "scan-1e8", "sort-1e7", "find-1e8" (--paper; 0.8–1.6 GB of memory).
 // Each runtime supplies the four operations; one process runs one of them.
 //
 // Checks: reduce — values are multiples of 2⁻¹⁰ below 1, so every partial sum is exact in double

@@ -1,4 +1,4 @@
-// bench/io/timers.cpp — magpie's timers against issue 10's targets:
+// bench/io/timers.cpp — what magpie's timers cost:
 //   1. arm + cancel of a timer (the reactor's shard heap, as readable(fd, deadline) does when the
 //      descriptor wins), ns per pair, with 0 and 10,000 other timers pending;
 //   2. lateness of sleep_for(1 ms) with every worker of a lazy pool asleep: p50 / p99 / max µs;

@@ -1,5 +1,5 @@
-// bench/sync/parked_memory.cpp — memory per suspended task (issue 9, item 6): N tasks (default
-// 100,000) parked on ONE magpie::event at once, on a pool of P workers (default 1 and 2).
+// bench/sync/parked_memory.cpp — memory per suspended task: N tasks (default 100,000) parked on
+// ONE magpie::event at once, on a pool of P workers (default 1 and 2).
 //
 // Measured while all N wait (a plain thread polls event::waiting() until it reads N):
 //   stacklets  bytes of live stacklets (core::get_stack_stats().bytes_live) minus the value before
@@ -10,11 +10,6 @@
 //              allocator overhead and the pool.
 // Then set() releases everyone; the answer (N) is checked, and the stacklets return to the
 // baseline. Usage: sync_parked_memory [N]
-//
-// Note (2026-11, src/pool.cpp at 971f74a): releasing N waiters at once is O(N²) in the pool —
-// pool::run_one takes a worker's whole ready queue, runs one job and pushes the rest back — so
-// the release phase of N = 100,000 takes about a minute per pool on the 2-core machine (the
-// measurement itself, taken while everyone is parked, is not affected).
 
 #include <atomic>
 #include <chrono>

@@ -7,7 +7,7 @@
 //
 // In the default build a session records strands only (roots, steals, resumptions ...): a few
 // events per repetition. Configure with -DMAGPIE_OBSERVE_TASKS=ON to record every fork, call and
-// task end — the case the targets are about (fib within 2×, UTS T1 within 5 %).
+// task end — the case that costs (the targets: fib within 2×, UTS T1 within 5 %).
 //
 //   trace_overhead [--rounds N] [--workers P] [--uts TREE]   (defaults: 21 rounds, 1 worker, T1;
 //                                                             T1-paper is BENCHMARKS.md's size)

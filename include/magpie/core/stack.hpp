@@ -172,10 +172,10 @@ private:
   std::byte *m_saved_sp;      // the bump pointer, valid while this is not the top of a live stack
 };
 
-// Four words and no padding: a parked task's stacklet holds its frame and this header only (it was
-// padded to a cache line once: 32 more bytes per parked task; frames are packed at 16-byte steps on
-// the stack anyway, and fib's per-task time showed no difference the 2-vCPU VM could resolve,
-// bench/README.md, 2026-11-27).
+// Four words and no padding: a parked task's stacklet holds its frame and this header only.
+// Padding it to a cache line would cost 32 bytes per parked task and buy nothing measurable:
+// frames are packed at 16-byte steps on the stack anyway, and fib's per-task time
+// (`micro_fib_overhead`, bench/README.md) does not depend on the header's size within noise.
 static_assert(sizeof(stacklet) == 4 * sizeof(void *) &&
               sizeof(stacklet) % stacklet::alignment == 0);
 static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= stacklet::alignment,

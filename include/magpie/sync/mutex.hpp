@@ -17,8 +17,9 @@
 // queue), at most `fairness_bound` times per wait; after that the hand-off stands. Without this,
 // a task that unlocks and locks again at once would queue behind a waiter that is not running
 // yet, and under contention every critical section would cost a suspension and a resumption (a
-// lock convoy: 25x slower at two workers than at one, bench/README.md). Plain threads (the
-// *_blocking forms) are handed the mutex directly and neither revoke nor are revoked.
+// lock convoy: far slower at two workers than at one; the `mutex` benchmark, bench/README.md,
+// measures contended sections). Plain threads (the *_blocking forms) are handed the mutex
+// directly and neither revoke nor are revoked.
 // Protocol and proof sketch: docs/protocols.md §9.4; models: docs/models/mutex.pml,
 // docs/models/mutex_heir.pml.
 

@@ -13,7 +13,7 @@
 // the same executor that takes meanwhile, finding the lock held only by the heir, may revoke the
 // hand-off (revoke_heir): it takes what the heir was handed, the heir goes back to the head of
 // the queue — at most max_revocations times per wait. This ends the lock convoy of strict
-// hand-off (a holder that releases and takes again at once no longer queues behind a waiter that
+// hand-off (a holder that releases and takes again at once does not queue behind a waiter that
 // has not even started running). The heir's state lives in its waiter (heir_state), is changed
 // only by CAS (its job against a revoker or a destructor), and the heir's job clears m_heir under
 // the lock before the task runs, so nobody reads a waiter whose task has gone on. There is at most
