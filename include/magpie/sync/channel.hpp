@@ -9,9 +9,9 @@
 //   auto [j, status] = co_await jobs.receive_for(20ms);  // Linux: or give up after a while
 //
 // Protocol and proof sketch: docs/protocols.md §9.11 ("channel").
-
-// The file is a map of the channel: the public members here; what they share (the ring, the
-// lock, the waiting queues) in sync/detail/channel_state.hpp; the two modes — buffered
+//
+// This file is a map of the channel: the public members here; what they share (the ring, the
+// lock, the waiting queues) in detail/channel_state.hpp; the two modes — buffered
 // (capacity > 0: the lock-free ring of detail/channel_ring.hpp, the adaptive spin of
 // detail/channel_spin.hpp, the pump) in detail/channel_buffered.hpp, rendezvous (capacity 0,
 // all under the lock) in detail/channel_rendezvous.hpp — chosen in one place, in_mode(); the
