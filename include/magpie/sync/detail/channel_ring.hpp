@@ -111,9 +111,10 @@ public:
       // acquire: the receive that freed the cell (its move out) happens-before our move in.
       std::uint64_t const seq = c.seq.load(std::memory_order_acquire);
       if (seq == 2 * pos) {
-        // seq_cst: with after_push's seq_cst load, the Dekker against a receiver's registration
-        // (its count, a fence, its own pop reading the tail): protocols §9.11. The cell's seq
-        // carries the data. (On x86 a locked CAS is a full barrier anyway: no extra fence.)
+        // seq_cst: with after_push's seq_cst load (channel_buffered.hpp), the Dekker against a
+        // receiver's registration (its count, a fence, its own pop reading the tail): protocols
+        // §9.11. The cell's seq carries the data. (On x86 a locked CAS is a full barrier anyway:
+        // no extra fence.)
         if (m_tail.compare_exchange_weak(t, t + 2, std::memory_order_seq_cst,
                                          std::memory_order_relaxed)) {
           ::new (static_cast<void *>(c.bytes)) T(std::move(v));
