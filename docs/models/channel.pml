@@ -1,8 +1,9 @@
-/* docs/models/channel.pml — the buffered magpie::channel (include/magpie/sync/channel.hpp,
- * docs/protocols.md §9.11): a lock-free ring of CAP cells with per-cell turn numbers for sends and
- * receives that do not wait, a lock for those that do (registration: count, then push/pop
- * again), the pump (after a push or pop that sees the other side's count), and close (the closed
- * bit lives in the tail word, then a pump).
+/* docs/models/channel.pml — the buffered magpie::channel (include/magpie/sync/detail/
+ * channel_ring.hpp: push, pop; channel_buffered.hpp: the registration, the pump; channel.hpp:
+ * close; docs/protocols.md §9.11): a lock-free ring of CAP cells with per-cell turn numbers for
+ * sends and receives that do not wait, a lock for those that do (registration: count, then
+ * push/pop again), the pump (after a push or pop that sees the other side's count), and close
+ * (the closed bit lives in the tail word, then a pump).
  *
  * Two senders send VALUES (1) values each (sender s: VALUES·s + 1 …) with the awaiting send (fast
  * path unless senders wait, else the locked slow path); a receiver receives until std::nullopt
@@ -60,8 +61,8 @@ byte ended = 0;   /* processes finished */
 inline acquire_lock() { atomic { lock == 0 -> lock = 1 } }
 
 /* push(v) -> res: 0 sent, 1 full, 2 closed */
-/* Locals of push, pop and pump_locked, declared by every process that uses them (inlines expand
- * in place). */
+/* Locals of push, pop and pump_with_lock_held, declared by every process that uses them (inlines
+ * expand in place). */
 #define RING_LOCALS byte t, q, h, hh, qq, tt, pi, pr, pv; bit cc, progress
 
 inline push(v, res) {
@@ -128,7 +129,7 @@ inline pop(out, res) {
 
 /* Under the lock: serve queued receivers and senders while possible; once closed and empty,
  * release every queued receiver with nothing. */
-inline pump_locked() {
+inline pump_with_lock_held() {
   progress = 1;
   do
   :: progress ->
@@ -166,7 +167,7 @@ inline pump_locked() {
   od
 }
 
-inline pump() { acquire_lock(); pump_locked(); lock = 0 }
+inline pump_taking_lock() { acquire_lock(); pump_with_lock_held(); lock = 0 }
 
 proctype sender(byte s) {
   byte k, v, res;
@@ -181,7 +182,7 @@ proctype sender(byte s) {
       if
       :: res == 0 ->
 #ifndef BUG_NO_PUMP
-        if :: nrecv != 0 -> pump() :: else -> skip fi
+        if :: nrecv != 0 -> pump_taking_lock() :: else -> skip fi
 #endif
       :: else -> skip
       fi
@@ -201,7 +202,7 @@ proctype sender(byte s) {
         if
         :: res == 0 ->
           nsend--;
-          if :: nrecv != 0 -> pump_locked() :: else -> skip fi;
+          if :: nrecv != 0 -> pump_with_lock_held() :: else -> skip fi;
           lock = 0
         :: else ->
           sslot[s] = v; squeued[s] = 1; lock = 0;
@@ -231,7 +232,7 @@ proctype receiver(byte r) {
     :: else ->
       pop(v, res);
       if
-      :: res == 0 -> if :: nsend != 0 -> pump() :: else -> skip fi
+      :: res == 0 -> if :: nsend != 0 -> pump_taking_lock() :: else -> skip fi
       :: else -> skip
       fi
     fi;
@@ -252,7 +253,7 @@ proctype receiver(byte r) {
       if
       :: res == 0 ->
         nrecv--;
-        if :: nsend != 0 -> pump_locked() :: else -> skip fi;
+        if :: nsend != 0 -> pump_with_lock_held() :: else -> skip fi;
         lock = 0
       :: res == 2 -> nrecv--; lock = 0
       :: else ->
@@ -287,7 +288,7 @@ proctype closer() {
   :: else -> break
   od;
   nsend = 0;
-  pump_locked();
+  pump_with_lock_held();
   lock = 0;
   ended++
 }

@@ -1,9 +1,9 @@
 /* docs/models/channel_timed.pml — timed receives on a buffered magpie::channel (include/magpie/
  * sync/detail/channel_timed.hpp: timed_receive_awaitable; channel_waiters.hpp: channel_queue,
- * settle; channel.hpp: receive_or_enqueue, pump_locked, expired_receive, the destructor) against
- * the reactor's timers (src/io/reactor.cpp: fire_timers, cancel). docs/protocols.md §9.11, "Timed
- * sends and receives". (Timed sends are the mirror image: a sender's value pushed into the ring
- * is what a receiver's value is here.)
+ * settle; channel_buffered.hpp: receive_slow, pump_taking_lock, pump_with_lock_held; channel.hpp:
+ * expired_receive, the destructor) against the reactor's timers (src/io/reactor.cpp:
+ * fire_timers, cancel). docs/protocols.md §9.11, "Timed sends and receives". (Timed sends are the
+ * mirror image: a sender's value pushed into the ring is what a receiver's value is here.)
  *
  * Two tasks receive with a deadline from an empty ring. A receiver's await_suspend ("receiver")
  * and the task once woken ("task", started by the wake) are separate processes. The receiver:
@@ -151,7 +151,7 @@ gone:
 }
 
 /* Gives the oldest waiting receivers what the ring holds, settling each; releases after. */
-inline pump() {
+inline pump_taking_lock() {
   lock_();
   do
   :: qlen > 0 ->
@@ -203,7 +203,7 @@ proctype sender() {
   byte r; bool gave; bool won; bool was; byte rel[W]; byte nrel = 0;
   buf++; /* the push (capacity 1, one value: there is room) */
   if
-  :: count != 0 -> pump()
+  :: count != 0 -> pump_taking_lock()
   :: else
   fi;
   sender_done = true
