@@ -71,7 +71,7 @@ class channel_sender;
 /// One that waits adds one suspension.
 ///
 /// Before waiting, a send that finds the ring full (or a receive that finds it empty) spins for a
-/// short while — up to 128 CPU pauses, about 1.2 µs on the machine it was tuned on — retrying
+/// short while — up to 128 CPU pauses (about 1.2 µs where a pause takes 10 ns) — retrying
 /// whenever the ring looks ready: with a producer and a consumer running on two workers, the
 /// other side usually frees a cell (or publishes a value) within that time, and a suspension and
 /// wake-up per value would cost more than the value itself. Tasks spin only on a pool of two or
@@ -419,8 +419,8 @@ private:
 
   /// The fast path of a send that may wait: sent, closed, or full. A task (`self`) spins first
   /// only where another worker could free room; a plain thread (null) always does. Forced
-  /// inline: the untimed send's await_ready is this, and a call here measured slower (sync_bench
-  /// channel1024, bench/README.md).
+  /// inline: the untimed send's await_ready is this, and an out-of-line call is slower
+  /// (`sync_bench --only channel1024`, bench/README.md, measures it).
   MAGPIE_FORCEINLINE send_status send_now(T &v, core::frame_base *self) noexcept {
     return in_mode([&](auto mode) { return mode.send_now(v, self); });
   }

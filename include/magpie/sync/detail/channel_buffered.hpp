@@ -203,9 +203,9 @@ private:
   void after_push() noexcept {
     // seq_cst, after push's seq_cst claim: Dekker with a receiver's registration (its count, a
     // fence, then its own pop): either its pop sees our claim, or we see its count (§9.11). The
-    // seq_cst CAS and load suffice; the fence is kept because it measured faster (sync_bench
-    // channel, 2 vCPUs: 289–345 instead of 388–416 ns per element at capacity 1024; the reason,
-    // fewer transfers of the contended lines while it drains, is a guess, not measured).
+    // seq_cst CAS and load suffice; the fence is there because the channel is faster with it
+    // under contention (`sync_bench --only channel1024`, bench/README.md, compares; the likely
+    // reason, not measured: fewer transfers of the contended lines while it drains).
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (m_state->m_waiting_receivers.load(std::memory_order_seq_cst) != 0) {
       pump_taking_lock();
