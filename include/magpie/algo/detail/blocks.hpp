@@ -4,6 +4,7 @@
 // depend only on n and the grain, never on timing, so a reduction's grouping — and a floating-point
 // result — is the same on every run and every worker count.
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <optional>
@@ -25,9 +26,16 @@ struct block_plan {
   }
 };
 
-/// `grain` 0: n / max_blocks rounded up (at least 1); else the grain.
+/// Without a grain, blocks hold at least this many elements: each block costs a result slot, its
+/// write and a step of the final fold (about 5 ns), far more than a cheap element does. (A
+/// reduction of a few costly elements that needs more blocks than n / min_block_len passes a
+/// grain.)
+inline constexpr std::size_t min_block_len = 16;
+
+/// `grain` 0: n / max_blocks rounded up, at least min_block_len; else the grain.
 inline block_plan plan_blocks(std::size_t n, std::size_t grain) noexcept {
-  std::size_t const size = grain != 0 ? grain : (n + max_blocks - 1) / max_blocks;
+  std::size_t const size =
+      grain != 0 ? grain : std::max(min_block_len, (n + max_blocks - 1) / max_blocks);
   std::size_t const s = size == 0 ? 1 : size;
   return {s, (n + s - 1) / s};
 }
