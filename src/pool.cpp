@@ -270,8 +270,8 @@ private:
 struct worker : core::context {
   worker(pool *owner, std::size_t index) : core::context(owner, index, owner), random(index + 1) {}
 
-  job_queue pinned; // jobs for this worker only (resume_on, resumes aimed at this worker)
-  run_queue queued; // resumed tasks, then roots by priority: this worker and idle thieves
+  job_queue targeted; // jobs for this worker only (resume_on, resumes aimed at this worker)
+  run_queue queued;   // resumed tasks, then roots by priority: this worker and idle thieves
   // Normal-priority roots spawned by this worker's own tasks: the owner pops the newest (depth
   // first, as a forked child), thieves steal the oldest (docs/protocols.md §9.2).
   core::deque<job *> local{64};
@@ -660,7 +660,7 @@ void pool::resubmit(job *j, std::size_t worker) noexcept {
     worker = choose_worker();
     m_workers[worker]->queued.push_resumed(j); // seq_cst: before the sleepers check in wake()
   } else {
-    m_workers[worker]->pinned.push(j); // seq_cst: as above
+    m_workers[worker]->targeted.push(j); // seq_cst: as above
   }
   // From here on `j` may be running and its task gone: touch only the pool, which our hold keeps
   // alive (as in submit_to).
@@ -733,7 +733,7 @@ std::size_t pool::submit_root(job *j, priority p) {
     if (m_closing.load(std::memory_order_relaxed)) { // written under this mutex
       throw pool_closed();
     }
-    bump_own(m_outside_roots, std::memory_order_seq_cst); // seq_cst: as the workers' (§9.1)
+    bump_own(m_foreign_roots, std::memory_order_seq_cst); // seq_cst: as the workers' (§9.1)
   }
   // A task spawning keeps the job local (thieves take it if we stay busy), and wakes nobody:
   // while we run tasks at least one thief is awake (docs/protocols.md §6). At normal priority it
@@ -833,12 +833,12 @@ bool pool::roots_done() const noexcept { return roots_pending() == 0; }
 std::size_t pool::roots_pending() const noexcept {
   // Roots from outside are counted by their submitters (under the mutex), the others by the
   // workers whose tasks spawned them; all end on the finishing worker's count.
-  return pending(&m_foreign_finished, &detail::worker::roots_finished, &m_outside_roots,
+  return pending(&m_foreign_finished, &detail::worker::roots_finished, &m_foreign_roots,
                  &detail::worker::roots_spawned);
 }
 
 std::uint64_t pool::roots_submitted() const noexcept {
-  std::uint64_t n = m_outside_roots.load(std::memory_order_relaxed); // a statistic: no edge
+  std::uint64_t n = m_foreign_roots.load(std::memory_order_relaxed); // a statistic: no edge
   for (auto const &w : m_workers) {
     n += w->roots_spawned.load(std::memory_order_relaxed); // a statistic: no edge
   }
@@ -849,7 +849,7 @@ std::uint64_t pool::roots_submitted() const noexcept {
 }
 
 void pool::submit_to(std::size_t index, job *j) noexcept {
-  m_workers[index]->pinned.push(j); // seq_cst: before the sleepers check in wake()
+  m_workers[index]->targeted.push(j); // seq_cst: before the sleepers check in wake()
   // From here on `j` may be running, even finished, and its task's frame gone: touch only the
   // pool, which our open submission keeps alive (docs/protocols.md §5.1).
   wake(index);
@@ -934,8 +934,8 @@ void pool::run_batch(detail::worker &w, job *j) {
 }
 
 bool pool::run_jobs(detail::worker &w) {
-  if (job *pinned = w.pinned.take_all()) {
-    run_batch(w, pinned);
+  if (job *targeted_jobs = w.targeted.take_all()) {
+    run_batch(w, targeted_jobs);
     return true;
   }
   return run_queued(w, w);
@@ -1006,7 +1006,7 @@ bool pool::steal_from(detail::worker &w, detail::worker &v, std::size_t victim) 
 }
 
 bool pool::work_visible(detail::worker const &w) const noexcept {
-  if (!w.pinned.empty()) {
+  if (!w.targeted.empty()) {
     return true;
   }
   for (auto const &other : m_workers) {
@@ -1095,7 +1095,7 @@ bool pool::run_root_here(job *j) {
       g->taken.store(false, std::memory_order_release);
       throw pool_closed();
     }
-    bump_own(m_outside_roots, std::memory_order_seq_cst); // seq_cst: as the workers' (§9.1)
+    bump_own(m_foreign_roots, std::memory_order_seq_cst); // seq_cst: as the workers' (§9.1)
   }
   // On a pool of two or more workers thieves look at the guests from now on, and the guest counts
   // as active (a lazy pool keeps a thief awake while it runs, §5.2 and §6): if no thief is awake,

@@ -50,8 +50,8 @@ enum class idle_policy : std::uint8_t { busy, lazy };
 /// queued job a worker starts next. Forked and called children are never queued — they start at
 /// once, on their parent's worker — so they run at their parent's priority.
 ///
-/// Order in which a worker (and a thief, on its victim's queue) picks submitted work: jobs pinned
-/// to it (resume_on), then resumed tasks (tasks that waited and were woken), then new roots, high
+/// Order in which a worker (and a thief, on its victim's queue) picks submitted work: jobs aimed
+/// at it (resume_on), then resumed tasks (tasks that waited and were woken), then new roots, high
 /// before normal before low, FIFO within a level — except that normal roots spawned by the
 /// pool's own tasks go to the spawning worker's local deque, which that worker runs newest first
 /// (depth first, like forked children; thieves take the oldest). Starvation rule: every 8th root a
@@ -330,7 +330,7 @@ private:
   // Roots submitted from outside the pool (written under m_inflight_mutex). Roots submitted by
   // our own tasks are counted per worker, and so are the finishes on our workers
   // (detail::worker); a root that finished off our workers is counted in m_foreign_finished.
-  std::atomic<std::uint64_t> m_outside_roots{0};
+  std::atomic<std::uint64_t> m_foreign_roots{0};
   alignas(64) std::atomic<std::uint64_t> m_foreign_finished{0};
   // Holds (parked tasks) are counted per worker too; these count those taken or ended off our
   // workers (modified under m_inflight_mutex).
