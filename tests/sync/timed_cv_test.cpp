@@ -371,7 +371,7 @@ TEST(timed_cv_order, timed_and_untimed_waiters_keep_fifo_order_and_expired_ones_
   // A (untimed), B (deadline far), C (deadline 300 ms) and D (untimed) queue in that order. C
   // times out and leaves; notify_one then wakes A, and notify_all B and D, in that order.
   watchdog dog(current_test_name());
-  magpie::lazy_pool pool(1);
+  magpie::lazy_pool pool(handoff_options(1)); // roots run on the one worker
   mutex m;
   condition_variable cv; // destroyed first: a failed assertion below releases the tasks
   order_log log;
@@ -412,7 +412,7 @@ TEST(timed_cv_order, a_waiter_moved_to_the_mutex_keeps_its_place_before_later_ti
   // thread) — by a notify, or by its deadline; then B queues for the mutex with a deadline. The
   // unlock goes to A first: a moved waiter is an untimed mutex waiter, whatever its cv wait was.
   watchdog dog(current_test_name());
-  magpie::lazy_pool pool(1);
+  magpie::lazy_pool pool(handoff_options(1)); // roots run on the one worker
   mutex m;
   condition_variable cv;
   for (bool const by_deadline : {false, true}) {
@@ -466,8 +466,8 @@ TEST(timed_cv_thread, a_thread_times_out_holding_the_mutex_or_is_notified) {
     EXPECT_FALSE(cv.wait_blocking_for(g, 1ms, [] { return false; }));
     EXPECT_EQ(cv.waiting(), 0u);
   }
-  bool ready = false; // guarded by m
-  magpie::lazy_pool pool(1);
+  bool ready = false;                         // guarded by m
+  magpie::lazy_pool pool(handoff_options(1)); // roots run on the one worker
   {
     auto g = m.scoped_lock_blocking();
     auto f = magpie::spawn(

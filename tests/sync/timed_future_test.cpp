@@ -260,7 +260,7 @@ task<int> child_saw_the_marker(magpie::pool *p) {
 
 TEST(future_timed, an_unstarted_task_is_not_helped_but_runs_while_the_reader_waits) {
   watchdog dog(current_test_name());
-  magpie::busy_pool pool(1);
+  magpie::busy_pool pool(handoff_options(1)); // roots run on the one worker
   EXPECT_EQ(magpie::sync_wait(pool, child_saw_the_marker<false>, &pool), 0)
       << "control: co_await f runs the unstarted child at once";
   EXPECT_EQ(magpie::sync_wait(pool, child_saw_the_marker<true>, &pool), 1)

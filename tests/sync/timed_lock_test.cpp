@@ -318,7 +318,7 @@ TEST(timed_lock_order, timed_and_untimed_waiters_keep_fifo_order_and_expired_one
   // A (deadline 300 ms), B (untimed) and C (deadline far) queue in that order. A times out and
   // leaves; the next release goes to B, not C, and the one after to C.
   watchdog dog(current_test_name());
-  magpie::lazy_pool pool(1);
+  magpie::lazy_pool pool(handoff_options(1)); // roots run on the one worker
   semaphore s(0); // destroyed first: a failed assertion below releases the tasks, no hang
   auto a = magpie::spawn(
       pool,
@@ -364,7 +364,7 @@ TEST(timed_lock_order, a_mutex_hand_off_to_a_timed_waiter_is_revoked_and_handed_
   // behind U) and locks again at once, taking the lock back from T (a mutex's revoker must
   // unlock, which hands it to T again). T's wait returns true, after U's second section.
   watchdog dog(current_test_name());
-  magpie::lazy_pool pool(1);
+  magpie::lazy_pool pool(handoff_options(1)); // roots run on the one worker
   mutex m; // destroyed first: a failed assertion below releases the tasks, no hang
   order_log log;
   ASSERT_TRUE(m.try_lock());
@@ -403,7 +403,7 @@ TEST(timed_lock_order, a_semaphore_hand_off_to_a_timed_waiter_is_never_revoked) 
   // As above with a semaphore: U's take after its release must not revoke T's permit (U might
   // never release it again, and T, its deadline's claim spent, could not time out).
   watchdog dog(current_test_name());
-  magpie::lazy_pool pool(1);
+  magpie::lazy_pool pool(handoff_options(1)); // roots run on the one worker
   semaphore s(0); // destroyed first: a failed assertion below releases the tasks, no hang
   auto t = magpie::spawn(
       pool,
