@@ -1,6 +1,6 @@
 /* docs/models/join.pml — the split join counter and the stack hand-off of a stolen parent
  * (include/magpie/core/fork.hpp: join_awaitable, core/detail/transfer.hpp: final_transfer,
- * arrive_at_stolen_parent; src/pool.cpp: pool::try_steal).
+ * arrive_at_stolen_parent; src/pool/find_work.cpp: pool::try_steal).
  *
  * PROPERTY (safety + termination, exhaustive):
  *   1. the parent passes each join exactly once, and only after all K children of that scope

@@ -1,5 +1,6 @@
-/* docs/models/sleep.pml — the lazy pool's sleep/wake protocol (src/pool.cpp: pool::run,
- * run_jobs, try_steal, idle, wake, wake_one, become_active, become_thief, submit_to, ~pool).
+/* docs/models/sleep.pml — the lazy pool's sleep/wake protocol (src/pool/sleep.cpp: pool::run,
+ * idle, wake, wake_one, become_active, become_thief; src/pool/find_work.cpp: run_jobs, try_steal;
+ * src/pool/in_flight.cpp: submit_to; src/pool/pool.cpp: ~pool).
  *
  * PROPERTIES (exhaustive):
  *   1. No lost wake-up for submissions (safety: no invalid end state): no worker sleeps forever

@@ -3,7 +3,7 @@
 //
 // If you write your own scheduler, this is all you need: create a core::context per worker,
 // install it with core::set_this_context(), steal core::frame_base* continuations from other
-// workers' deques, and resume them (see src/pool.cpp for the reference implementation). The names
+// workers' deques, and resume them (see src/pool/ for the reference implementation). The names
 // a task's author uses (task, fork, call, join, ...) are also magpie::NAME.
 
 #include "magpie/core/config.hpp"

@@ -26,10 +26,11 @@ using magpie::lifetime::tracked;
 // 1. resume_on from a task whose ancestors' continuations are still in the worker's deque.
 //
 // FIXED (8faf31a), regression test. A forked child that suspends (resume_on) used to end its
-// worker's strand with the parent's continuation still in that worker's deque: src/pool.cpp's I1
-// assertion aborted, and without assertions a worker that later ran a migrated forked child could
-// pop another task's stale continuation and resume the wrong task. Now the worker takes the
-// bottom continuation as a self-steal (core/detail/transfer.hpp: continue_after_handoff).
+// worker's strand with the parent's continuation still in that worker's deque: the pool's I1
+// assertion (src/pool/worker.hpp: check_strand_ended) aborted, and without assertions a worker
+// that later ran a migrated forked child could pop another task's stale continuation and resume
+// the wrong task. Now the worker takes the bottom continuation as a self-steal
+// (core/detail/transfer.hpp: continue_after_handoff).
 
 magpie::task<int> moved_child(magpie::pool *p, std::size_t target) {
   co_await magpie::resume_on(*p, target);

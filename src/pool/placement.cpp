@@ -1,5 +1,5 @@
-// magpie/src/pool_topology.cpp — a pool's placement: the worker → PU map, the victim tables, where
-// submissions go first, and describe(). The worker loop itself is in pool.cpp.
+// magpie/src/pool/placement.cpp — a pool's placement: the worker → PU map, the victim tables, where
+// submissions go first (choose_worker), and describe(). The worker loop itself is in sleep.cpp.
 
 #include <cstdio>
 #include <cstring>
@@ -7,6 +7,7 @@
 
 #include "magpie/core/context.hpp"
 #include "magpie/sched/pool.hpp"
+#include "worker.hpp"
 
 namespace magpie::sched {
 
@@ -44,6 +45,38 @@ long pool::submitter_worker() const noexcept {
     }
   }
   return -1;
+}
+
+std::size_t pool::choose_worker() noexcept {
+  std::size_t const n = m_workers.size();
+  if (n == 1) {
+    return 0;
+  }
+  // Where the search starts rotates per submitting thread: a shared counter would be one more
+  // cache line that every submission takes from the others.
+  thread_local std::size_t rotor = 0;
+  std::size_t const start = rotor++ % n;
+  if (long const near = submitter_worker(); near >= 0) {
+    // Pinned workers: the submitter's own worker or the nearest idle one (topology.cpp).
+    auto const self = static_cast<std::size_t>(near);
+    if (m_workers[self]->idle.exchange(false, std::memory_order_relaxed)) { // a hint: no edge
+      return self;
+    }
+    for (std::size_t i : m_victims->nearest(self)) {
+      if (m_workers[i]->idle.exchange(false, std::memory_order_relaxed)) { // a hint: no edge
+        return i;
+      }
+    }
+    return start;
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    std::size_t const i = (start + k) % n;
+    // A hint only; claiming it (exchange) steers the next submitter elsewhere.
+    if (m_workers[i]->idle.exchange(false, std::memory_order_relaxed)) {
+      return i;
+    }
+  }
+  return start; // all busy: any will do, and idle thieves take roots from busy workers
 }
 
 std::string pool::describe() const {

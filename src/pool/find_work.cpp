@@ -1,0 +1,98 @@
+// magpie/src/pool/find_work.cpp — where a worker finds its next job: the jobs aimed at it, its
+// queues (resumed tasks, then roots by priority: run_queue.hpp), then a victim's deque or queues
+// (stealing). The loop that calls these, and sleeps when they find nothing, is in sleep.cpp.
+
+#include "magpie/sched/pool.hpp"
+
+#include <cstdint>
+
+#include "magpie/core/ext.hpp"
+#include "worker.hpp"
+
+namespace magpie::sched {
+
+void pool::run_batch(detail::worker &w, job *j) {
+  activate(w);
+  while (j != nullptr) {
+    job *next = j->m_next; // read first: running a job may end its storage's lifetime
+    w.bump(core::counter::jobs);
+    j->m_run(j, w);
+    w.observe(core::event::strand_end);
+    detail::check_strand_ended(w);
+    j = next;
+  }
+}
+
+bool pool::run_jobs(detail::worker &w) {
+  if (job *targeted_jobs = w.targeted.take_all()) {
+    run_batch(w, targeted_jobs);
+    return true;
+  }
+  return run_queued(w, w);
+}
+
+bool pool::run_queued(detail::worker &w, detail::worker &from) {
+  if (!from.resumed.empty()) {
+    if (auto const taken = from.resumed.steal()) { // the oldest, by the owner or a thief
+      run_batch(w, taken.value);
+      return true;
+    }
+  }
+  bool take_local = false;
+  // one job: the rest stay where idle thieves can take them
+  job *j = from.queued.pop(!from.local.empty(), &take_local);
+  if (take_local) {
+    if (&w == &from) {
+      auto const popped = w.local.pop(); // the newest: depth first
+      j = popped.ok ? popped.value : nullptr;
+    } else {
+      auto const stolen = from.local.steal(); // the oldest, as a continuation is stolen
+      j = stolen ? stolen.value : nullptr;
+    }
+  }
+  if (j == nullptr) {
+    return false;
+  }
+  run_batch(w, j);
+  return true;
+}
+
+bool pool::try_steal(detail::worker &w) {
+  std::size_t const n = m_workers.size();
+  // While callers run roots here, every other attempt goes to a guest slot (a free slot's deque
+  // is empty: the attempt fails at once). A guest has no queues: its jobs all went to workers.
+  // relaxed: a hint; a guest's continuation is also seen by work_visible (seq_cst) before a
+  // thief sleeps, and the last thief stays awake while the guest counts as active (§6).
+  if (n < 2) {
+    return false; // (a one-worker pool does not steal from its guests: run_root_here)
+  }
+  bool const guests = m_guests_running.load(std::memory_order_relaxed) != 0;
+  std::uint64_t const bits = (std::uint64_t{w.random()} << 32) | w.random();
+  if (guests && (bits & 1u) != 0) {
+    std::size_t const k = static_cast<std::size_t>(bits >> 33) % m_guests.size();
+    return steal_from(w, *m_guests[k], n + k);
+  }
+  std::size_t const victim = m_victims->pick(w.index(), bits); // the pool's victim policy
+  return steal_from(w, *m_workers[victim], victim);
+}
+
+bool pool::steal_from(detail::worker &w, detail::worker &v, std::size_t victim) {
+  auto stolen = v.thief().steal();
+  if (!stolen) {
+    if (stolen.status == core::steal_status::empty && !is_guest(v) && run_queued(w, v)) {
+      return true; // the victim is busy with something else: we run its queued work
+    }
+    w.bump(core::counter::steal_fails);
+    return false;
+  }
+  activate(w);
+  w.bump(core::counter::steals);
+  w.observe(core::event::steal, victim);
+  // The steal's acquire made the frame's state ours; we are now its only runner.
+  core::ext::resume_stolen(stolen.value, w);
+  w.observe(core::event::strand_end);
+  detail::check_strand_ended(w);
+  return true;
+}
+
+} // namespace magpie::sched

@@ -1,0 +1,114 @@
+// magpie/src/pool/guest.cpp — callers that run their roots here, as guests of the pool, on guest
+// slots of their own (run_root_here), and the stack chains that workers hand back to the slots
+// (keep_chain). docs/protocols.md §5.2.
+
+#include "magpie/sched/pool.hpp"
+
+#include <atomic>
+#include <mutex>
+
+#include "magpie/core/config.hpp"
+#include "worker.hpp"
+
+namespace magpie::sched {
+
+detail::worker *pool::claim_guest() noexcept {
+  std::size_t const g = m_guests.size();
+  // Each thread starts at a slot of its own choosing: concurrent callers rarely collide.
+  thread_local std::size_t hint = 0;
+  for (std::size_t k = 0; k < g; ++k) {
+    detail::worker &slot = *m_guests[(hint + k) % g];
+    // acquire: what the slot's previous holder wrote (its counters, stack, deque) is ours now
+    if (!slot.taken.load(std::memory_order_relaxed) &&
+        !slot.taken.exchange(true, std::memory_order_acquire)) {
+      hint = (hint + k) % g;
+      return &slot;
+    }
+  }
+  return nullptr;
+}
+
+bool pool::keep_chain(core::stacklet *chain) noexcept {
+  // A guest slot's chain leaves with its root (a join, a wait, resume_on) and ends up on a worker,
+  // which then has one chain too many: it comes back here. At most one chain waits per slot.
+  if (chain->capacity() < core::stack::initial_capacity) {
+    return false; // a parked task's small chain: a root would outgrow it at once
+  }
+  for (auto const &guest : m_guests) {
+    core::stacklet *expected = nullptr;
+    // release: the chain's fields (its saved top, its cached successor) go with it
+    if (guest->returned_chain.load(std::memory_order_relaxed) == nullptr &&
+        guest->returned_chain.compare_exchange_strong(expected, chain, std::memory_order_release,
+                                                      std::memory_order_relaxed)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool pool::run_root_here(job *j) {
+  if (m_guests.empty() || m_observed.load(std::memory_order_acquire) || is_worker_thread()) {
+    return false; // (sync_wait refuses the last case before it gets here)
+  }
+  detail::worker *const g = claim_guest();
+  if (g == nullptr) {
+    return false; // every slot is in use: the root goes to a worker
+  }
+  if (!g->stack().has_chain()) {
+    // The slot's last root left with its chain (a join, a wait, resume_on): take the one a worker
+    // gave back (acquire: its fields, from that worker), else a fresh full-sized one. (Not the
+    // small first stacklet a worker starts after a park: roots are fork-join work, and a chain
+    // that grows on every visit would allocate on every visit.)
+    if (core::stacklet *chain = g->returned_chain.exchange(nullptr, std::memory_order_acquire);
+        chain != nullptr) {
+      g->adopt_stack(chain);
+    } else {
+      try {
+        g->stack().ensure();
+      } catch (...) {
+        g->taken.store(false, std::memory_order_release);
+        throw;
+      }
+    }
+  }
+  {
+    // In flight exactly as a root submitted from outside (submit_root): refused once closing,
+    // seen by the destructor's predicate otherwise; finish_root ends it.
+    std::lock_guard lock(m_inflight_mutex);
+    if (m_closing.load(std::memory_order_relaxed)) { // written under this mutex
+      g->taken.store(false, std::memory_order_release);
+      throw pool_closed();
+    }
+    detail::bump_own(m_foreign_roots, std::memory_order_seq_cst); // seq_cst: as the workers' (§9.1)
+  }
+  // On a pool of two or more workers thieves look at the guests from now on, and the guest counts
+  // as active (a lazy pool keeps a thief awake while it runs, §5.2 and §6): if no thief is awake,
+  // wake one to take our continuations. A one-worker pool leaves the guest's work to the guest:
+  // it runs its root in the serial order, as the pool's one worker would, and its worker stays
+  // free for spawned and resumed tasks.
+  bool const shared = m_workers.size() >= 2;
+  if (shared) {
+    m_guests_running.fetch_add(1, std::memory_order_seq_cst);
+    if (m_policy == idle_policy::lazy) {
+      m_active.fetch_add(1, std::memory_order_seq_cst); // seq_cst: the counters' total order (§6)
+      if (m_thieves.load(std::memory_order_seq_cst) == 0) {
+        wake_one();
+      }
+    }
+  }
+  core::context *const previous = core::set_this_context(g);
+  g->bump(core::counter::jobs);
+  j->m_run(j, *g); // returns when the root's strand ends here (it completed or waits elsewhere)
+  detail::check_strand_ended(*g);
+  core::set_this_context(previous);
+  if (shared) {
+    if (m_policy == idle_policy::lazy) {
+      m_active.fetch_sub(1, std::memory_order_seq_cst);
+    }
+    m_guests_running.fetch_sub(1, std::memory_order_relaxed); // a hint for thieves
+  }
+  g->taken.store(false, std::memory_order_release); // release: the next holder sees our writes
+  return true;
+}
+
+} // namespace magpie::sched
