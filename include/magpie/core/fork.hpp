@@ -81,8 +81,11 @@ struct called_child {
   void await_resume() const noexcept {}
 };
 
+/// Where a child's result goes when the caller passes no return pointer (the result is
+/// discarded): a slot of the child's value type T, or a placeholder char for task<void> (a
+/// request always names a slot type).
 template <typename T>
-using return_slot_t = std::conditional_t<std::is_void_v<T>, void, T>;
+using discarded_result_t = std::conditional_t<std::is_void_v<T>, char, T>;
 
 /// Stops the program: a fork or call request was destroyed without having been co_awaited.
 [[noreturn]] MAGPIE_NOINLINE inline void request_not_awaited(bool fork) noexcept {
@@ -348,9 +351,7 @@ auto make_request(First &&first, Rest &&...rest) {
     if constexpr (Fork) {
       static_assert(check_fork_lifetimes<First, Rest...>());
     }
-    using slot = return_slot_t<value_of<First, Rest...>>;
-    return child_request<Fork, std::conditional_t<std::is_void_v<slot>, char, slot>, First,
-                         Rest...>{
+    return child_request<Fork, discarded_result_t<value_of<First, Rest...>>, First, Rest...>{
         nullptr, std::forward<First>(first), {std::forward<Rest>(rest)...}, {}};
   } else if constexpr (has_return_pointer<First, Rest...>()) {
     return diagnose_not_async<Rest...>(); // fork(&r, fn, args...) with a bad fn(args...)

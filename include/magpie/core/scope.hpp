@@ -229,8 +229,7 @@ auto with_stop(stop_token token, First &&first, Rest &&...rest) {
           std::move(token), ret, std::forward<Fn>(fn), {std::forward<Args>(args)...}};
     }(first, std::forward<Rest>(rest)...);
   } else if constexpr (async_function<First, Rest...>) {
-    using slot = detail::return_slot_t<detail::value_of<First, Rest...>>;
-    using R = std::conditional_t<std::is_void_v<slot>, char, slot>;
+    using R = detail::discarded_result_t<detail::value_of<First, Rest...>>;
     return detail::with_stop_request<R, First, Rest...>{std::move(token),
                                                         static_cast<R *>(nullptr),
                                                         std::forward<First>(first),

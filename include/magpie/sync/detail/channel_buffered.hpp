@@ -241,12 +241,12 @@ private:
         bool closed = false;
         if (!s.m_ring.pop(*static_cast<std::optional<T> *>(data_of(*r)), closed)) {
           if (closed) { // closed and drained: nothing more will come
-            push_if(done, s.m_receivers.take_all());
+            push_released(done, s.m_receivers.take_all());
             s.m_waiting_receivers.store(0, std::memory_order_relaxed); // under the lock
           }
           break;
         }
-        push_if(done, s.m_receivers.pop()); // given first, then settled (channel_waiters.hpp)
+        push_released(done, s.m_receivers.pop()); // given first, then settled (channel_waiters.hpp)
         s.m_waiting_receivers.fetch_sub(1, std::memory_order_relaxed); // under the lock
         progress = true;
       }
@@ -257,7 +257,7 @@ private:
           break;
         }
         value = nullptr; // sent
-        push_if(done, s.m_senders.pop());
+        push_released(done, s.m_senders.pop());
         s.m_waiting_senders.fetch_sub(1, std::memory_order_relaxed); // under the lock
         progress = true;
       }

@@ -61,7 +61,7 @@ public:
   /// senders): every waiting receiver gets std::nullopt (its slot stays empty). The served
   /// waiters go to `done`.
   void close_receivers_with_lock_held(waiter_queue &done) noexcept {
-    push_if(done, m_state->m_receivers.take_all());
+    push_released(done, m_state->m_receivers.take_all());
     m_state->m_waiting_receivers.store(0, std::memory_order_relaxed);
   }
 

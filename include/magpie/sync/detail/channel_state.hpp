@@ -64,9 +64,9 @@ inline bool enqueue(channel_queue &q, waiter &w, void *data, queue_plan *plan) n
   return false;
 }
 
-/// Adds to `done` a waiter (or list, linked by m_next_waiter) that a queue gave up to be
-/// released; null (its deadline claimed it) adds nothing.
-inline void push_if(waiter_queue &done, waiter *w) noexcept {
+/// Adds to `done` what a queue gave up to be released: one waiter, a list of them linked by
+/// m_next_waiter (take_all), or none (null: its deadline claimed it).
+inline void push_released(waiter_queue &done, waiter *w) noexcept {
   while (w != nullptr) {
     waiter *const next = w->m_next_waiter; // push() overwrites it
     done.push(w);
