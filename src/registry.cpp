@@ -131,9 +131,9 @@ void add(pool const &p) {
   e->pool = &p;
   e->executor = static_cast<core::executor const *>(&p);
   e->workers = p.size();
-  e->callers = p.guest_slots();
-  e->views.reserve(p.size() + p.guest_slots());
-  for (std::size_t i = 0; i < p.size() + p.guest_slots(); ++i) {
+  e->callers = detail::pool_access::guest_slots(p);
+  e->views.reserve(p.size() + e->callers);
+  for (std::size_t i = 0; i < p.size() + e->callers; ++i) {
     core::stack const &s = p.worker_context(i).stack();
     e->views.push_back({&p.worker_context(i), reinterpret_cast<void *const *>(s.debug_top()),
                         reinterpret_cast<void *const *>(s.debug_sp())});

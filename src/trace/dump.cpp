@@ -131,7 +131,7 @@ task_dump snapshot(sched::pool const &pool) {
     d.workers[i].chain = chain_of(running_task(pool.worker_context(i)));
   }
   // Callers that run their own roots: only the slots in use (a free slot's stack is empty).
-  for (std::size_t k = 0; k < pool.guest_slots(); ++k) {
+  for (std::size_t k = 0; k < sched::detail::pool_access::guest_slots(pool); ++k) {
     if (auto chain = chain_of(running_task(pool.worker_context(pool.size() + k))); !chain.empty()) {
       d.workers.push_back({k, std::move(chain), true});
     }

@@ -70,7 +70,7 @@ std::size_t ring_capacity(std::size_t n) {
 
 session::session(sched::pool &pool, std::size_t events_per_worker, timing clock)
     : m_pool(&pool), m_capacity(ring_capacity(events_per_worker)), m_start_ticks(0),
-      m_rings(pool.workers()) {
+      m_rings(pool.size()) {
   clock_pair const start = read_clocks();
   m_start = start.time;
   m_start_ticks = start.ticks;
@@ -87,7 +87,7 @@ session::session(sched::pool &pool, std::size_t events_per_worker, timing clock)
   m_recorder.m_wants = core::every_event & ~core::event_bit(core::event::join);
   // exchange_observer publishes the rings to the workers (its seq_cst exchange, which their
   // seq_cst load in context::observed acquires).
-  if (!m_pool->replace_observer(nullptr, &m_recorder)) {
+  if (!sched::detail::pool_access::replace_observer(*m_pool, nullptr, &m_recorder)) {
     throw std::logic_error("magpie::trace::session: the pool is already observed (another "
                            "session, or pool::count_tasks(true))");
   }
@@ -99,7 +99,7 @@ session::~session() { stop(); }
 void session::stop() noexcept {
   if (m_on) {
     // Returns once no worker is inside on_event: their ring writes happen-before our reads.
-    (void)m_pool->exchange_observer(nullptr);
+    (void)sched::detail::pool_access::exchange_observer(*m_pool, nullptr);
     clock_pair const stop = read_clocks(); // after every event: the workers are done
     m_stop = stop.time;
     m_stop_ticks = stop.ticks;

@@ -112,7 +112,7 @@ work_span_probe::work_span_probe(sched::pool &pool, work_span_options options) :
     throw std::logic_error("magpie::trace::work_span_probe: this build reports no forks, calls "
                            "or joins: build magpie and the program with MAGPIE_OBSERVE_TASKS=ON");
   }
-  if (pool.workers() != 1) {
+  if (pool.size() != 1) {
     throw std::logic_error("magpie::trace::work_span_probe: the pool must have exactly one worker "
                            "(the analysis follows the serial order of a one-worker run)");
   }
@@ -137,7 +137,7 @@ work_span_probe::work_span_probe(sched::pool &pool, work_span_options options) :
   m_last = now();
   // replace_observer publishes our state to the worker (its seq_cst exchange, which the
   // worker's seq_cst load in context::observed acquires).
-  if (!m_pool->replace_observer(nullptr, &m_recorder)) {
+  if (!sched::detail::pool_access::replace_observer(*m_pool, nullptr, &m_recorder)) {
     throw std::logic_error("magpie::trace::work_span_probe: the pool is already observed (a "
                            "trace::session, or pool::count_tasks(true))");
   }
@@ -173,7 +173,7 @@ void work_span_probe::calibrate() {
 work_span work_span_probe::stop() noexcept {
   if (m_on) {
     // Returns once the worker is out of on_event: its writes happen-before our reads.
-    (void)m_pool->exchange_observer(nullptr);
+    (void)sched::detail::pool_access::exchange_observer(*m_pool, nullptr);
     m_on = false;
     if (!m_stack.empty() && !m_skipping) {
       ++m_result.broken; // a root was still running: cut

@@ -88,7 +88,7 @@ task<long> logged_fib(int n, thread_log *log) {
 }
 
 TEST_P(caller_runs, answers_are_right_and_the_caller_takes_part) {
-  EXPECT_EQ(m_pool->guest_slots(), GetParam().workers);
+  EXPECT_EQ(magpie::sched::detail::pool_access::guest_slots(*m_pool), GetParam().workers);
   int const n = scaled(20, 16);
   bool caller_ran = false;
   for (int r = 0; r < scaled(20, 5); ++r) {
@@ -362,7 +362,7 @@ TEST(caller_runs_lifetime, observed_pools_run_roots_on_workers_and_count_them_al
   EXPECT_EQ(log2.ids.count(std::this_thread::get_id()), 1u); // unobserved again: the caller runs
   // One stats entry per worker, then one per guest slot; the caller's root counted on a slot.
   auto const stats = pool.stats();
-  ASSERT_EQ(stats.size(), pool.size() + pool.guest_slots());
+  ASSERT_EQ(stats.size(), pool.size() + magpie::sched::detail::pool_access::guest_slots(pool));
   std::uint64_t guest_roots = 0;
   for (std::size_t i = pool.size(); i < stats.size(); ++i) {
     guest_roots += stats[i].roots;
@@ -370,7 +370,7 @@ TEST(caller_runs_lifetime, observed_pools_run_roots_on_workers_and_count_them_al
   EXPECT_EQ(guest_roots, 1u);
   auto const c = magpie::trace::counters(pool);
   EXPECT_EQ(c.workers.size(), pool.size());
-  EXPECT_EQ(c.callers.size(), pool.guest_slots());
+  EXPECT_EQ(c.callers.size(), magpie::sched::detail::pool_access::guest_slots(pool));
   EXPECT_EQ(c.total.roots, 2u); // one on a worker (observed), one on the caller's slot
   EXPECT_NE(c.to_table().find("c1"), std::string::npos) << c.to_table();
   EXPECT_NE(c.to_json().find("\"callers\":["), std::string::npos) << c.to_json();

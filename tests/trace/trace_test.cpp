@@ -349,7 +349,8 @@ TEST(trace_observer, exchange_waits_for_workers_to_leave_the_previous_one) {
   checked_observer a;
   checked_observer b;
   a.m_record = b.m_record = &on_checked;
-  ASSERT_TRUE(pool.replace_observer(nullptr, &a)); // before any event: none goes unobserved
+  ASSERT_TRUE(magpie::sched::detail::pool_access::replace_observer(
+      pool, nullptr, &a)); // before any event: none goes unobserved
   int exchanges = 1;
   std::atomic<bool> done{false};
   std::thread runner([&] {
@@ -362,12 +363,13 @@ TEST(trace_observer, exchange_waits_for_workers_to_leave_the_previous_one) {
     checked_observer &next = exchanges % 2 == 0 ? a : b;
     checked_observer &prev = exchanges % 2 == 0 ? b : a;
     next.retired.store(false, std::memory_order_relaxed); // published by the exchange below
-    ASSERT_TRUE(pool.replace_observer(&prev, &next)) << "no one else changes the observer";
+    ASSERT_TRUE(magpie::sched::detail::pool_access::replace_observer(pool, &prev, &next))
+        << "no one else changes the observer";
     prev.retired.store(true, std::memory_order_relaxed); // no worker is inside, none will enter
     ++exchanges;
   }
   runner.join();
-  (void)pool.exchange_observer(nullptr);
+  (void)magpie::sched::detail::pool_access::exchange_observer(pool, nullptr);
   EXPECT_EQ(a.late.load() + b.late.load(), 0) << "reports into an observer already swapped out";
   EXPECT_GT(a.calls.load() + b.calls.load(), 0) << "nothing was reported: the test tested nothing";
 }

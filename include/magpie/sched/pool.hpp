@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "magpie/core/context.hpp"
+#include "magpie/sched/detail/pool_access.hpp"
 #include "magpie/sched/job.hpp"
 #include "magpie/sched/topology.hpp"
 #include "magpie/sched/victims.hpp"
@@ -81,7 +82,7 @@ struct pool_options {
   /// Count forks, calls and finished tasks per worker from the start (see count_tasks()).
   bool count_tasks = false;
   /// Whether a plain thread's sync_wait (and every blocking algorithm) runs its root itself, as a
-  /// guest of the pool, instead of handing it to a worker and waiting (see run_root_here()).
+  /// guest of the pool, instead of handing it to a worker and waiting (docs/protocols.md §5.2).
   /// Roots and loops called from ordinary code then cost no hand-off and no wake-up, and the
   /// caller works instead of waiting (bench/README.md, `edges`). A pool of P ≥ 2 workers then
   /// runs a root on P + 1 threads; a one-worker pool runs it all on the caller. trace::dump and
@@ -119,6 +120,68 @@ public:
   std::size_t size() const noexcept;
   /// Whether idle workers spin or sleep.
   idle_policy policy() const noexcept { return m_policy; }
+
+  /// True until the destructor has begun.
+  bool accepting() const noexcept { return !m_closing.load(std::memory_order_acquire); }
+
+  /// True if the calling thread is one of this pool's workers.
+  bool is_worker_thread() const noexcept {
+    core::context const *c = core::this_context();
+    return c != nullptr && c->owner() == this;
+  }
+
+  /// The pool whose worker runs the calling thread (a task's own pool), or null on any other
+  /// thread (a plain thread, or a worker of the inline scheduler).
+  static pool *current() noexcept {
+    core::context *c = core::this_context();
+    core::executor *home = c != nullptr ? c->home() : nullptr;
+    return home != nullptr && home->implemented_by(executor_operations) ? static_cast<pool *>(home)
+                                                                        : nullptr;
+  }
+
+  /// Per-worker counters (a racy snapshot; exact once the pool is idle): one entry per worker,
+  /// then one per guest slot (the callers that ran roots here: pool_options::callers_run_roots,
+  /// one slot per worker). Any thread, any time. trace::counters(pool) sums them and prints them
+  /// as a table or JSON.
+  std::vector<core::worker_stats> stats() const;
+  /// Worker `i`'s context, for diagnostics (trace::dump reads its stack; any thread may call
+  /// its thread-safe members: stats(), index()); for size() ≤ i < stats().size(), guest slot
+  /// i − size() (pool_options::callers_run_roots). Precondition: i < stats().size().
+  core::context const &worker_context(std::size_t i) const noexcept;
+  /// Work in flight: roots submitted and not yet finished, submissions from tasks not yet queued,
+  /// and tasks parked on this pool's workers (a racy snapshot; takes a short lock). Any thread.
+  std::size_t in_flight() const noexcept;
+  /// Roots submitted to this pool so far (sync_wait, spawn, task groups). Any thread.
+  std::uint64_t roots_submitted() const noexcept;
+
+  /// Turns the counting of forks, calls and finished tasks (core::worker_stats) on or off for
+  /// every worker. It costs the fork/call path an out-of-line call while on; off, one branch.
+  /// Any thread, but not while a trace::session observes this pool (which counts as well).
+  void count_tasks(bool on);
+  /// True while forks, calls and finished tasks are counted (count_tasks, or a trace session).
+  bool counting_tasks() const noexcept;
+
+  /// The placement the pool was built with.
+  placement const &where() const noexcept { return m_placement; }
+  /// The victim policy and its tables.
+  victim_selector const &victims() const noexcept { return *m_victims; }
+  /// Worker `i`'s PU: its logical index in the pool's topology, or -1 if unpinned.
+  long worker_pu(std::size_t i) const { return m_worker_pu.at(i); }
+  /// Worker `i`'s CPU number (as the kernel counts), or -1 if unpinned.
+  long worker_cpu(std::size_t i) const { return m_worker_cpu.at(i); }
+  /// 0 if worker `i` is pinned to its CPU (or unpinned by request), else the errno value with
+  /// which the kernel refused (the worker then runs unpinned).
+  int pin_error(std::size_t i) const { return m_pin_error.at(i); }
+  /// A multi-line description: policy, placement, victim policy, topology, and the worker → PU
+  /// (CPU) map with each worker's pinning outcome.
+  std::string describe() const;
+
+private:
+  // The plumbing: how magpie's own layers hand this pool roots, submissions from tasks and
+  // observers. They call it through detail::pool_access (sched/detail/pool_access.hpp), which
+  // forwards to these members; core calls hold/resubmit/unhold/workers through
+  // core::executor::operations (executor_operations below). Not for users.
+  friend struct detail::pool_access;
 
   /// Hands a root job to some worker, preferring an idle one, at priority `p` (see `priority`).
   /// From one of this pool's own workers the job goes to that worker's queue (where idle thieves
@@ -195,47 +258,8 @@ public:
   void resubmit(job *j, std::size_t worker) noexcept;
   /// executor: ends one `hold` without a resubmission.
   void unhold() noexcept;
-  /// executor: the number of workers.
+  /// executor: the number of workers (users ask size(); core asks core::executor::workers()).
   std::size_t workers() const noexcept { return size(); }
-
-  /// True until the destructor has begun.
-  bool accepting() const noexcept { return !m_closing.load(std::memory_order_acquire); }
-
-  /// True if the calling thread is one of this pool's workers.
-  bool is_worker_thread() const noexcept {
-    core::context const *c = core::this_context();
-    return c != nullptr && c->owner() == this;
-  }
-
-  /// The pool whose worker runs the calling thread (a task's own pool), or null on any other
-  /// thread (a plain thread, or a worker of the inline scheduler).
-  static pool *current() noexcept {
-    core::context *c = core::this_context();
-    core::executor *home = c != nullptr ? c->home() : nullptr;
-    return home != nullptr && home->implemented_by(executor_operations) ? static_cast<pool *>(home)
-                                                                        : nullptr;
-  }
-
-  /// Per-worker counters (a racy snapshot; exact once the pool is idle): one entry per worker,
-  /// then one per guest slot (the callers that ran roots here, see run_root_here). Any thread,
-  /// any time. trace::counters(pool) sums them and prints them as a table or JSON.
-  std::vector<core::worker_stats> stats() const;
-  /// Worker `i`'s context, for diagnostics (trace::dump reads its stack; any thread may call
-  /// its thread-safe members: stats(), index()); for size() ≤ i < size() + guest_slots(), guest
-  /// slot i − size() (see run_root_here). Precondition: i < size() + guest_slots().
-  core::context const &worker_context(std::size_t i) const noexcept;
-  /// Work in flight: roots submitted and not yet finished, submissions from tasks not yet queued,
-  /// and tasks parked on this pool's workers (a racy snapshot; takes a short lock). Any thread.
-  std::size_t in_flight() const noexcept;
-  /// Roots submitted to this pool so far (sync_wait, spawn, task groups). Any thread.
-  std::uint64_t roots_submitted() const noexcept;
-
-  /// Turns the counting of forks, calls and finished tasks (core::worker_stats) on or off for
-  /// every worker. It costs the fork/call path an out-of-line call while on; off, one branch.
-  /// Any thread, but not while a trace::session observes this pool (which counts as well).
-  void count_tasks(bool on);
-  /// True while forks, calls and finished tasks are counted (count_tasks, or a trace session).
-  bool counting_tasks() const noexcept;
 
   /// Installs `o` (null: none) as the observer of every worker (core/observer.hpp) and returns
   /// the previous one. Returns once no worker is still inside a call into the previous one, so
@@ -246,22 +270,6 @@ public:
   /// respect to the other calls); returns whether it installed `o`.
   bool replace_observer(core::observer *expected, core::observer *o) noexcept;
 
-  /// The placement the pool was built with.
-  placement const &where() const noexcept { return m_placement; }
-  /// The victim policy and its tables.
-  victim_selector const &victims() const noexcept { return *m_victims; }
-  /// Worker `i`'s PU: its logical index in the pool's topology, or -1 if unpinned.
-  long worker_pu(std::size_t i) const { return m_worker_pu.at(i); }
-  /// Worker `i`'s CPU number (as the kernel counts), or -1 if unpinned.
-  long worker_cpu(std::size_t i) const { return m_worker_cpu.at(i); }
-  /// 0 if worker `i` is pinned to its CPU (or unpinned by request), else the errno value with
-  /// which the kernel refused (the worker then runs unpinned).
-  int pin_error(std::size_t i) const { return m_pin_error.at(i); }
-  /// A multi-line description: policy, placement, victim policy, topology, and the worker → PU
-  /// (CPU) map with each worker's pinning outcome.
-  std::string describe() const;
-
-private:
   /// exchange_observer's work, with m_observer_mutex held.
   core::observer *exchange_observer_locked(core::observer *o) noexcept;
   friend struct detail::worker;
@@ -339,6 +347,36 @@ private:
   mutable std::mutex m_observer_mutex;  // one exchange_observer at a time
   core::observer *m_observer = nullptr; // guarded by m_observer_mutex
 };
+
+inline std::size_t detail::pool_access::submit_root(pool &s, job *j, priority p) {
+  return s.submit_root(j, p);
+}
+inline bool detail::pool_access::withdraw_root(pool &s, job *j, std::size_t worker,
+                                               priority p) noexcept {
+  return s.withdraw_root(j, worker, p);
+}
+inline void detail::pool_access::run_stale_local(pool &s, job const *newest,
+                                                 bool (*stale)(job const *j) noexcept,
+                                                 void (*drop)(job *j) noexcept) noexcept {
+  s.run_stale_local(newest, stale, drop);
+}
+inline std::size_t detail::pool_access::guest_slots(pool const &s) noexcept {
+  return s.guest_slots();
+}
+inline void detail::pool_access::open_submission(pool &s) { s.open_submission(); }
+inline void detail::pool_access::submit_to(pool &s, std::size_t index, job *j) noexcept {
+  s.submit_to(index, j);
+}
+inline std::size_t detail::pool_access::choose_worker(pool &s) noexcept {
+  return s.choose_worker();
+}
+inline core::observer *detail::pool_access::exchange_observer(pool &s, core::observer *o) noexcept {
+  return s.exchange_observer(o);
+}
+inline bool detail::pool_access::replace_observer(pool &s, core::observer *expected,
+                                                  core::observer *o) noexcept {
+  return s.replace_observer(expected, o);
+}
 
 /// A pool whose idle workers keep looking for work.
 class busy_pool : public pool {

@@ -48,7 +48,7 @@ struct resume_on_awaitable : job {
     // Point of no return: from the push inside submit_to, the target may be running the task
     // (and this awaitable) or may have finished it; touch neither. submit_to also ends the
     // submission that magpie_bind opened, after which the target pool may be destroyed.
-    target->submit_to(index, this);
+    pool_access::submit_to(*target, index, this);
     return core::ext::continue_after(ctx);
   }
 
@@ -73,10 +73,10 @@ struct [[nodiscard("co_await it")]] resume_on_request {
     }
     // Last, and nothing can throw between here and await_suspend's submit_to, which ends it:
     // from now on the pool's destructor waits for this submission (or it threw pool_closed).
-    m_pool->open_submission();
+    pool_access::open_submission(*m_pool);
     resume_on_awaitable a{};
     a.m_pool = m_pool;
-    a.m_index = m_any ? m_pool->choose_worker() : m_index;
+    a.m_index = m_any ? pool_access::choose_worker(*m_pool) : m_index;
     a.m_frame = &self;
     return a;
   }

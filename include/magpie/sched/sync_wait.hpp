@@ -29,16 +29,19 @@
 #include "magpie/core/frame.hpp"
 #include "magpie/core/scope.hpp"
 #include "magpie/core/task.hpp"
+#include "magpie/sched/detail/pool_access.hpp"
 #include "magpie/sched/job.hpp"
 
 namespace magpie::sched {
 
 /// What sync_wait needs of a scheduler: take a root job, account for its end, and recognise its
-/// own worker threads.
+/// own worker threads. A scheduler provides submit_root(job *) and finish_root() as public
+/// members, or privately to detail::pool_access (as sched::pool does), and may provide
+/// run_root_here(job *) (see sync_wait).
 template <typename S>
 concept scheduler = requires(S &s, job *j, S const &cs) {
-  s.submit_root(j);
-  s.finish_root();
+  detail::pool_access::submit_root(s, j);
+  detail::pool_access::finish_root(s);
   { cs.is_worker_thread() } -> std::convertible_to<bool>;
 };
 
@@ -123,15 +126,15 @@ core::async_result_t<Fn, Args...> sync_wait(S &s, Fn &&fn, Args &&...args) {
   core::ext::set_scope(root, core::detail::thread_scope());
   // A pool lets the caller run the root itself when it can (pool::run_root_here): no hand-off,
   // no wake-up, and the waiting thread works instead of polling beside the workers.
-  if constexpr (requires { s.run_root_here(&root); }) {
-    if (!s.run_root_here(&root)) { // may throw pool_closed
-      s.submit_root(&root);
+  if constexpr (requires { detail::pool_access::run_root_here(s, &root); }) {
+    if (!detail::pool_access::run_root_here(s, &root)) { // may throw pool_closed
+      detail::pool_access::submit_root(s, &root);
     }
   } else {
-    s.submit_root(&root); // may throw (e.g. pool_closed)
+    detail::pool_access::submit_root(s, &root); // may throw (e.g. pool_closed)
   }
   root.wait();
-  s.finish_root();
+  detail::pool_access::finish_root(s);
   return root.result();
 }
 

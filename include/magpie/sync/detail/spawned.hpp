@@ -294,14 +294,15 @@ struct spawned : core::job, core::root_block {
     drop_call();
     sched::pool *const p = m_pool; // read first: finished() may let the reader go on
     finished();
-    p->finish_root(); // the pool's destructor may proceed once this returns
+    sched::detail::pool_access::finish_root(
+        *p); // the pool's destructor may proceed once this returns
   }
 
   /// Completion by a helper that is itself the one reader (a future awaited and helped): the
   /// result is already where the reader looks and nobody else waits, so nothing is published.
   void complete_as_reader() noexcept {
     drop_call();
-    m_pool->finish_root();
+    sched::detail::pool_access::finish_root(*m_pool);
   }
 
   /// Inside the await_suspend of a task that won claim_for_help(): creates the task as a called
@@ -313,7 +314,7 @@ struct spawned : core::job, core::root_block {
   /// then never runs), dropping the job's reference at once instead of when the job would run.
   /// A job on a worker's local deque cannot be taken from the middle: see drop_stale_jobs.
   void withdraw_job() noexcept {
-    if (m_pool->withdraw_root(this, m_queue_worker, m_priority)) {
+    if (sched::detail::pool_access::withdraw_root(*m_pool, this, m_queue_worker, m_priority)) {
       release(); // the job's reference (the caller holds another: this never frees)
     }
   }
@@ -322,7 +323,9 @@ struct spawned : core::job, core::root_block {
   /// worker's local deque, runs it and the jobs of other helped tasks below it (each only drops
   /// its reference), so that a tree of spawn-then-await tasks keeps O(depth · fan-out) states
   /// alive, not one per task.
-  void drop_stale_jobs() noexcept { m_pool->run_stale_local(this, &stale_job, &drop_stale_job); }
+  void drop_stale_jobs() noexcept {
+    sched::detail::pool_access::run_stale_local(*m_pool, this, &stale_job, &drop_stale_job);
+  }
 
   sched::pool *m_pool;
   std::size_t m_queue_worker = 0; ///< where submit_root queued the job (futures only)
@@ -469,7 +472,7 @@ Base *launch(sched::pool &p, sched::priority prio, typename Base::init const &in
   s->m_priority = prio;
   std::size_t worker = 0;
   try {
-    worker = p.submit_root(s, prio); // may throw pool_closed
+    worker = sched::detail::pool_access::submit_root(p, s, prio); // may throw pool_closed
   } catch (...) {
     delete s;
     throw;
