@@ -16,12 +16,12 @@
  *
  * Scope: W workers; a submitter thread submits JOBS jobs, each to a worker it picks
  * nondeterministically (pool::submit_to); then it waits for the work to finish and destroys the
- * pool (stop + notify everyone, as ~pool does). Counters are seq_cst in the code and every access
- * is one step here (an SC model). The sleep mutex is modelled explicitly (acquire/release), and
- * so is the condition variable: cv.wait(lock, pred) checks pred under the mutex, then releases
- * the mutex and starts waiting atomically; notify_one wakes it only if it is waiting at that
- * moment (a notification sent earlier is lost, which is why the predicate and the mutex are
- * needed). Spurious wake-ups only re-check the predicate and are not modelled. The spin/yield rounds before a worker tries to sleep are
+ * pool (stop + wake everyone, as ~pool does). Counters and sleep words are seq_cst in the code and
+ * every access is one step here (an SC model). A worker's sleep word (awake / asleep / notified)
+ * and its futex are modelled explicitly: wait(asleep) checks the word and enqueues the thread in
+ * one step (the kernel's futex_wait), then blocks until a notify; a notify wakes the worker only
+ * if it is enqueued at that moment (a notify sent earlier is lost, which is why the word must have
+ * changed before it). Spurious wake-ups only re-check the word and are not modelled. The spin/yield rounds before a worker tries to sleep are
  * abstracted: an idle worker may retry at once or attempt to sleep, in any interleaving. Victim
  * selection (uniform random in the code) is abstracted to "some non-empty deque if any": a thief
  * that keeps looking finds the work with probability 1.
@@ -31,17 +31,16 @@
  *                        (the classic lost wake-up)
  *   -DBUG_NO_LAST_THIEF  the last thief goes to sleep although a worker is active (both checks
  *                        of the rule removed: before leaving the thieves, and in the re-check)
- *   -DBUG_WAKE_NO_LOCK   wake() notifies without the mutex, reading `asleep` racily
+ *   -DBUG_WORD_LATE      a would-be sleeper stores `asleep` in its word only after its re-check
+                        (a waker between the two finds the word `awake` and skips it)
  *
  * -DGUEST: a caller that runs its own root (pool::run_root_here) instead of submitting jobs. It
  * counts itself active, wakes a worker if no thief is awake, pushes a stealable continuation
  * on its own deque and waits, active, until a worker has stolen and run it (the root's child
  * needs its sibling, as in tests/sched/caller_runs_test.cpp). Workers steal from its deque and
- * see it in work_visible. Properties 1 and 2 as above, with the guest's item as the work: no
- * state in which the guest waits for a thief while every worker is blocked. (Property 3 is not
- * checked with GUEST: the model's mutex is not fair, and under weak fairness a process that
- * waits for it is enabled only intermittently, so the guest may starve at wake_one's lock
- * while the last thief keeps re-checking; std::mutex does not starve a waiter that way.) Variant:
+ * see it in work_visible. Properties 1 to 3 as above, with the guest's item as the work: no
+ * state in which the guest waits for a thief while every worker is blocked, and the guest's root
+ * eventually completes. Variant:
  *   -DGUEST -DBUG_GUEST_NO_WAKE   the guest does not wake a worker when no thief is awake (must
  *                                 FAIL: every worker may be asleep when the guest starts)
  */
@@ -59,11 +58,9 @@ byte n_active = 0;   /* pool::m_active */
 byte thieves = W;  /* pool::m_thieves: every worker starts as a thief */
 byte sleepers = 0; /* pool::m_sleepers */
 bit stop = 0;      /* pool::m_stop */
-bit mutex = 0;     /* pool::m_sleep_mutex */
-bit asleep[W];     /* worker::asleep (guarded by the mutex) */
-bit notified[W];   /* worker::notified (guarded by the mutex): the condition variable's predicate */
-bit waiting[W];    /* worker::cv: the worker is blocked in cv.wait (a notify now wakes it) */
-bit woken[W];      /* worker::cv: a notify arrived while it was waiting */
+byte word[W];      /* worker::sleep_word: 0 awake, 1 asleep, 2 notified */
+bit waiting[W];    /* the worker is enqueued on its word's futex (a notify now wakes it) */
+bit woken[W];      /* a notify arrived while it was enqueued */
 byte queue[W];     /* jobs in worker::queue */
 byte deq[W];       /* stealable items in worker::ctx.tasks() */
 byte done = 0;     /* jobs and items completed */
@@ -75,11 +72,11 @@ byte gdeq = 0;            /* stealable items on the guest's deque */
 bit guest_item_done = 0;  /* a worker stole and ran the guest's continuation */
 #endif
 
-inline lock() { atomic { mutex == 0 -> mutex = 1 } }
-inline unlock() { mutex = 0 }
+#define AWAKE 0
+#define ASLEEP 1
+#define NOTIFIED 2
 
-/* std::condition_variable::notify_one: wakes the worker only if it is waiting right now; a
-   notification sent while it is not waiting is lost (the predicate must cover that case). */
+/* futex wake: wakes the worker only if it is enqueued on its word right now. */
 inline notify(w) {
   if
   :: waiting[w] -> woken[w] = 1
@@ -87,19 +84,35 @@ inline notify(w) {
   fi
 }
 
-/* pool::wake_one: notify some asleep, not yet notified worker. */
+/* pool::notify_if_asleep: CAS the word asleep -> notified; on success, notify it. */
+inline notify_if_asleep(w, ok) {
+  atomic {
+    if
+    :: word[w] == ASLEEP -> word[w] = NOTIFIED; ok = 1
+    :: else -> ok = 0
+    fi
+  };
+  if
+  :: ok -> notify(w)
+  :: else -> skip
+  fi
+}
+
+/* pool::wake_one: the first worker whose CAS succeeds. */
 inline wake_one() {
   if
   :: sleepers == 0 -> skip
   :: else ->
-    lock();
     k = 0;
     do
-    :: k < W && asleep[k] && !notified[k] -> notified[k] = 1; notify(k); break
-    :: k < W && !(asleep[k] && !notified[k]) -> k++
+    :: k < W ->
+      notify_if_asleep(k, ok);
+      if
+      :: ok -> break
+      :: else -> k++
+      fi
     :: k == W -> break
-    od;
-    unlock()
+    od
   fi
 }
 
@@ -107,17 +120,7 @@ inline wake_one() {
 inline wake(index) {
   if
   :: sleepers == 0 -> skip
-  :: else ->
-#ifndef BUG_WAKE_NO_LOCK
-    lock();
-#endif
-    if
-    :: asleep[index] && !notified[index] -> notified[index] = 1; notify(index)
-    :: else -> skip
-    fi;
-#ifndef BUG_WAKE_NO_LOCK
-    unlock()
-#endif
+  :: else -> notify_if_asleep(index, ok)
   fi
 }
 
@@ -137,7 +140,7 @@ inline become_thief() {
 
 proctype worker(byte me) {
   byte old, n, v, k;
-  bit needed, visible;
+  bit needed, visible, ok;
 
   do
   :: /* pool::run_jobs: take everything queued for me */
@@ -202,9 +205,9 @@ proctype worker(byte me) {
             :: old == 1 && n_active > 0 -> thieves++ /* the last thief stays while work runs */
             :: else ->
 #endif
-              lock();
-              asleep[me] = 1;
-              notified[me] = 0;
+#ifndef BUG_WORD_LATE
+              word[me] = ASLEEP;
+#endif
               sleepers++;
 #ifdef BUG_NO_RECHECK
               needed = 0;
@@ -226,22 +229,22 @@ proctype worker(byte me) {
               visible = visible || gdeq > 0; /* work_visible looks at the guests' deques */
 #endif
 #endif
+#ifdef BUG_WORD_LATE
+              word[me] = ASLEEP;
+#endif
               if
               :: !needed && !visible && !stop ->
-                /* cv.wait(lock, [&] { return notified || stop; }) */
+                /* while (word == asleep) word.wait(asleep) */
                 do
-                :: notified[me] || stop -> break
-                :: else ->
-                  atomic { unlock(); waiting[me] = 1 }; /* release and block, atomically */
+                :: word[me] != ASLEEP -> break
+                :: atomic { word[me] == ASLEEP -> waiting[me] = 1 }; /* futex_wait: check, enqueue */
 end_sleep:        (woken[me]);
-                  atomic { woken[me] = 0; waiting[me] = 0 };
-                  lock()
+                  atomic { woken[me] = 0; waiting[me] = 0 }
                 od
               :: else -> skip
               fi;
-              asleep[me] = 0;
+              word[me] = AWAKE;
               sleepers--;
-              unlock();
               thieves++
 #ifndef BUG_NO_LAST_THIEF
             fi
@@ -258,6 +261,7 @@ end_sleep:        (woken[me]);
 /* pool::run_root_here on a lazy pool of W >= 2 workers */
 proctype guest() {
   byte k;
+  bit ok;
   n_active++;
 #ifndef BUG_GUEST_NO_WAKE
   if
@@ -274,6 +278,7 @@ proctype guest() {
 
 init {
   byte i, k, target;
+  bit ok;
   atomic {
     i = 0;
     do
@@ -300,15 +305,13 @@ init {
   od;
   /* sync_wait: wait for the work (jobs + the stolen item) */
   (done == DONE_ALL);
-  /* ~pool: stop, then notify everyone under the mutex */
+  /* ~pool: stop, then wake every sleeper */
   stop = 1;
-  lock();
   k = 0;
   do
-  :: k < W -> notified[k] = 1; notify(k); k++
+  :: k < W -> notify_if_asleep(k, ok); k++
   :: else -> break
   od;
-  unlock();
   (exited == W);
   assert(n_active == 0 && thieves == W && sleepers == 0)
 }

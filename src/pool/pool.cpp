@@ -133,14 +133,11 @@ pool::~pool() {
 }
 
 void pool::stop_workers() noexcept {
-  m_stop.store(true,
-               std::memory_order_seq_cst); // read by workers; sleepers re-check under the lock
-  {
-    std::lock_guard lock(m_sleep_mutex); // a sleeper checks m_stop under this lock
-    for (auto &w : m_workers) {
-      w->notified = true;
-      w->cv.notify_one();
-    }
+  m_stop.store(true, std::memory_order_seq_cst); // read by workers, and by sleepers' re-checks
+  // seq_cst: a sleeper stores `asleep` and then loads m_stop; either it sees the stop, or its
+  // store comes before our CAS, which then finds `asleep` and wakes it (docs/protocols.md §6).
+  for (auto &w : m_workers) {
+    (void)notify_if_asleep(*w);
   }
   for (auto &w : m_workers) {
     if (w->thread.joinable()) { // a failed constructor started only some

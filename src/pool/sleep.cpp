@@ -10,7 +10,8 @@
 #include "magpie/sched/pool.hpp"
 
 #include <atomic>
-#include <mutex>
+#include <chrono>
+#include <cstdint>
 #include <thread>
 
 #include "magpie/core/detail/pause.hpp"
@@ -19,8 +20,14 @@
 namespace magpie::sched {
 
 namespace {
-constexpr unsigned spin_rounds = 64;   // failed rounds before yielding the core
-constexpr unsigned yield_rounds = 256; // failed rounds before a lazy worker tries to sleep
+constexpr unsigned spin_rounds = 64; // failed rounds before yielding the core
+// How long a lazy worker keeps looking (yielding its core between rounds) after its last work
+// before it tries to sleep. A worker that slept must be woken, and wake-ups travel one at a
+// time (a woken thief wakes the next only once it finds work, ~10-100 µs each on a VM): a pool
+// entered again and again with short serial gaps in between (a loop called from main, with
+// the caller's own work between calls) would otherwise meet mostly sleeping workers at each
+// call. 1 ms covers such gaps; an idle pool still sleeps 1 ms after its last work.
+constexpr std::chrono::microseconds awake_after_work{1000};
 } // namespace
 
 void pool::run(detail::worker &w) {
@@ -56,7 +63,15 @@ void pool::idle(detail::worker &w) {
     core::detail::cpu_pause();
     return;
   }
-  if (m_policy == idle_policy::busy || w.failures < yield_rounds) {
+  if (m_policy == idle_policy::busy) {
+    std::this_thread::yield();
+    return;
+  }
+  auto const now = std::chrono::steady_clock::now();
+  if (w.failures == spin_rounds) {
+    w.yielding_since = now; // the first yielding round of this run
+  }
+  if (now - w.yielding_since < awake_after_work) {
     std::this_thread::yield();
     return;
   }
@@ -69,29 +84,30 @@ void pool::idle(detail::worker &w) {
     std::this_thread::yield();
     return;
   }
-  {
-    std::unique_lock lock(m_sleep_mutex);
-    w.asleep = true;
-    w.notified = false;
-    m_sleepers.fetch_add(1, std::memory_order_seq_cst); // seq_cst: pairs with wake()'s load
-    // Re-check after registering. Sleep only if no job is queued for us, no deque holds work, we
-    // are not stopping, and we are not needed as the last thief.
-    bool const needed = m_thieves.load(std::memory_order_seq_cst) == 0 &&
-                        m_active.load(std::memory_order_seq_cst) > 0; // seq_cst: see protocols §6
-    if (!needed && !work_visible(w) && !m_stop.load(std::memory_order_seq_cst)) { // under the lock
-      w.bump(core::counter::sleeps);
-      w.observe(core::event::sleep);
-      // relaxed m_stop: the destructor sets it before taking this lock to notify us
-      w.cv.wait(lock, [&] { return w.notified || m_stop.load(std::memory_order_relaxed); });
-      if (w.notified) {
-        w.bump(core::counter::wakes);
-      }
-      w.observe(core::event::wake);
+  // Announce the sleep on our word, then register as a sleeper, then re-check (all seq_cst, in
+  // this order: protocols §6). A waker that reads m_sleepers > 0 CASes our word from `asleep`;
+  // one that reads 0 pushed before our registration, and the re-check sees its job.
+  w.sleep_word.store(detail::sleep_asleep, std::memory_order_seq_cst);
+  m_sleepers.fetch_add(1, std::memory_order_seq_cst); // seq_cst: pairs with wake()'s load
+  // Sleep only if no job is queued for us, no deque holds work, we are not stopping, and we are
+  // not needed as the last thief.
+  bool const needed = m_thieves.load(std::memory_order_seq_cst) == 0 &&
+                      m_active.load(std::memory_order_seq_cst) > 0; // seq_cst: see protocols §6
+  if (!needed && !work_visible(w) && !m_stop.load(std::memory_order_seq_cst)) {
+    w.bump(core::counter::sleeps);
+    w.observe(core::event::sleep);
+    // A futex wait while the word holds `asleep` (a spurious return looks again). Only a waker's
+    // CAS changes it: wake, wake_one, or the destructor's stop_workers.
+    while (w.sleep_word.load(std::memory_order_seq_cst) == detail::sleep_asleep) {
+      w.sleep_word.wait(detail::sleep_asleep, std::memory_order_seq_cst);
     }
-    w.asleep = false;
-    m_sleepers.fetch_sub(1, std::memory_order_seq_cst); // awake again: wakers may skip us
+    w.bump(core::counter::wakes);
+    w.observe(core::event::wake);
   }
-  m_thieves.fetch_add(1, std::memory_order_seq_cst); // a thief again (protocols §6)
+  // Awake again: a late waker's CAS fails, and its notify (if any) finds nobody waiting.
+  w.sleep_word.store(detail::sleep_awake, std::memory_order_seq_cst);
+  m_sleepers.fetch_sub(1, std::memory_order_seq_cst); // wakers may skip us
+  m_thieves.fetch_add(1, std::memory_order_seq_cst);  // a thief again (protocols §6)
 }
 
 bool pool::work_visible(detail::worker const &w) const noexcept {
@@ -114,31 +130,42 @@ bool pool::work_visible(detail::worker const &w) const noexcept {
 }
 
 void pool::wake(std::size_t index) noexcept {
-  // seq_cst: either a would-be sleeper registered before this load (and we notify it under the
-  // lock), or its registration comes later and its re-check under the lock sees our push.
+  // seq_cst: either a would-be sleeper registered before this load (and our CAS finds its
+  // `asleep`), or its registration comes later and its re-check sees our push (protocols §6).
   if (m_sleepers.load(std::memory_order_seq_cst) == 0) {
     return;
   }
-  std::lock_guard lock(m_sleep_mutex);
-  detail::worker &w = *m_workers[index];
-  if (w.asleep && !w.notified) {
-    w.notified = true;
-    w.cv.notify_one();
-  }
+  (void)notify_if_asleep(*m_workers[index]);
 }
 
 void pool::wake_one() noexcept {
   if (m_sleepers.load(std::memory_order_seq_cst) == 0) { // seq_cst: as in wake()
     return;
   }
-  std::lock_guard lock(m_sleep_mutex);
   for (auto &w : m_workers) {
-    if (w->asleep && !w->notified) {
-      w->notified = true;
-      w->cv.notify_one();
+    if (notify_if_asleep(*w)) {
       return;
     }
   }
+}
+
+bool pool::notify_if_asleep(detail::worker &w) noexcept {
+  // A load first: most words a waker looks at are not asleep, and a failed CAS would still take
+  // the line for writing. seq_cst throughout: ordered with the sleeper's store of `asleep` and
+  // its later loads (protocols §6).
+  std::uint32_t expected = detail::sleep_asleep;
+  if (w.sleep_word.load(std::memory_order_seq_cst) != expected ||
+      !w.sleep_word.compare_exchange_strong(expected, detail::sleep_notified,
+                                            std::memory_order_seq_cst)) {
+    return false;
+  }
+  // The word outlives this call: the pool does, and every caller keeps it alive across it (an
+  // open submission or hold ends after it, a worker runs inside the pool, and a thread that
+  // submits a root is inside a member call, during which no other thread may destroy the pool).
+  // A notify that finds the worker not yet waiting is harmless: it waits only while the word
+  // holds `asleep`, and the word no longer does.
+  w.sleep_word.notify_one();
+  return true;
 }
 
 void pool::become_active() noexcept {

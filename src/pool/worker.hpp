@@ -4,7 +4,7 @@
 // one-writer counters, the end-of-strand check.
 
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <cstdint>
 #include <thread>
 
@@ -16,6 +16,11 @@
 #include "run_queue.hpp"
 
 namespace magpie::sched::detail {
+
+/// Values of worker::sleep_word.
+inline constexpr std::uint32_t sleep_awake = 0;
+inline constexpr std::uint32_t sleep_asleep = 1;
+inline constexpr std::uint32_t sleep_notified = 2;
 
 // A worker is its context: pool::calling_worker() turns this_context() into its worker with a
 // static_cast, no lookup (it runs several times per spawn and per suspension).
@@ -32,9 +37,10 @@ struct worker : core::context {
   // (docs/protocols.md §9.2). Before the queues above: resumed tasks go before new roots.
   core::deque<job *> resumed{64};
   std::atomic<bool> idle{false}; // a hint for choosing where to submit roots
-  std::condition_variable cv;    // with pool::m_sleep_mutex
-  bool asleep = false;           // guarded by pool::m_sleep_mutex
-  bool notified = false;         // guarded by pool::m_sleep_mutex
+  // The sleep word (lazy pools; docs/protocols.md §6): `sleep_awake`, `sleep_asleep` (stored by
+  // the worker before it registers as a sleeper; it waits on the word while it holds this value)
+  // or `sleep_notified` (a waker's CAS from asleep; the waker then notifies the word).
+  std::atomic<std::uint32_t> sleep_word{sleep_awake};
   // Roots spawned by this worker's tasks, and roots (from anywhere) finished on this worker: each
   // written only by this worker (no RMW, no shared line); pool::roots_done() compares the sums.
   alignas(64) std::atomic<std::uint64_t> roots_spawned{0};
@@ -47,7 +53,9 @@ struct worker : core::context {
   // when its own chain left with a task. Written by workers, taken by the slot's holder.
   std::atomic<core::stacklet *> returned_chain{nullptr};
   unsigned failures = 0; // consecutive rounds without work (owner only)
-  bool active = false;   // counted in pool::m_active (lazy pools; owner only)
+  // When the current run of failed rounds began yielding (owner only; pool::idle).
+  std::chrono::steady_clock::time_point yielding_since{};
+  bool active = false; // counted in pool::m_active (lazy pools; owner only)
   rng random;
   std::thread thread;
 

@@ -101,7 +101,7 @@ TEST(sync_wait, lazy_pool_sleeps_between_roots_and_always_wakes) {
     };
     std::uint64_t seen = 0;
     for (int i = 0; i < scaled(8, 4); ++i) {
-      // Let the workers fall asleep again (they give up after a few hundred idle rounds): wait
+      // Let the workers fall asleep again (they give up about 1 ms after their last work): wait
       // for a new sleep, then a little longer for the others.
       auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
       while (total_sleeps() <= seen && std::chrono::steady_clock::now() < deadline) {
@@ -112,6 +112,46 @@ TEST(sync_wait, lazy_pool_sleeps_between_roots_and_always_wakes) {
       seen = total_sleeps();
       ASSERT_EQ(magpie::sync_wait(pool, fib, 12), serial_fib(12));
     }
+  }
+}
+
+TEST(sync_wait, submissions_race_workers_on_their_way_to_sleep) {
+  // Three threads submit roots after pauses of 0 to 3 ms, around the time (1 ms after its last
+  // work) a lazy worker stops looking and goes to sleep: submissions meet workers that are
+  // looking, storing their sleep word, re-checking, waiting, and being woken by another
+  // submitter's CAS. Each root goes to a worker (hand-off), so each one needs a worker awake. A
+  // lost wake-up hangs (the watchdog); the pool is destroyed right after the last root, while
+  // its workers may be on their way to sleep (protocols §6, "Stopping").
+  watchdog dog(current_test_name());
+  for (std::size_t workers : {1u, 2u, 4u}) {
+    std::uint64_t sleeps = 0;
+    {
+      magpie::lazy_pool pool(magpie::test::handoff_options(workers));
+      std::vector<std::thread> threads;
+      std::atomic<int> wrong{0};
+      for (unsigned t = 0; t < 3; ++t) {
+        threads.emplace_back([&, t] {
+          std::uint32_t state = 0x9e3779b9U * (t + 1);
+          for (int i = 0; i < scaled(40, 15); ++i) {
+            state = state * 1664525U + 1013904223U;
+            std::this_thread::sleep_for(std::chrono::microseconds((state >> 8) % 3000));
+            if (magpie::sync_wait(pool, fib, 10) != serial_fib(10)) {
+              wrong.fetch_add(1, std::memory_order_relaxed);
+            }
+          }
+        });
+      }
+      for (auto &th : threads) {
+        th.join();
+      }
+      EXPECT_EQ(wrong.load(), 0);
+      for (auto const &s : pool.stats()) {
+        sleeps += s.sleeps;
+      }
+    }
+    // Pauses of up to 3 ms outlast the 1 ms a worker keeps looking: some workers slept between
+    // roots and were woken (else this test raced nothing).
+    EXPECT_GT(sleeps, 0U) << workers << " workers never slept between roots";
   }
 }
 

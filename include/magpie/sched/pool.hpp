@@ -291,6 +291,8 @@ private:
   bool work_visible(detail::worker const &w) const noexcept;
   void wake(std::size_t index) noexcept;
   void wake_one() noexcept;
+  /// CASes `w`'s sleep word from asleep to notified and wakes it; false if it was not asleep.
+  bool notify_if_asleep(detail::worker &w) noexcept;
   bool roots_done() const noexcept;
   std::size_t holds_pending() const noexcept;
   std::size_t roots_pending() const noexcept;
@@ -329,8 +331,6 @@ private:
   std::atomic<bool> m_observed{false}; // an observer is installed: callers submit their roots
   std::atomic<bool> m_stop{false};
   std::atomic<bool> m_closing{false};
-
-  std::mutex m_sleep_mutex; // guards each worker's asleep/notified flags
 
   mutable std::mutex m_inflight_mutex;
   std::condition_variable m_inflight_cv;

@@ -45,8 +45,15 @@ inline thread_wait_slot &thread_wait_slot_of(void const *key) noexcept {
 /// `key` is only an address here (what it named may be gone).
 inline void notify_thread(void const *key) noexcept {
   thread_wait_slot &slot = thread_wait_slot_of(key);
-  std::lock_guard lock(slot.mutex); // the waiter checks the word under it: waiting, or will see
-  slot.cv.notify_all();             // done (the slot's other waits just look again)
+  {
+    // The waiter checks the word under the mutex: once we have held it, the waiter is either
+    // waiting on the cv (it released the mutex there) or will see `done` when it takes it.
+    std::lock_guard lock(slot.mutex);
+  }
+  // After the release (the slot is static, so it outlives every wait): a waiter woken while we
+  // still held the mutex would block on it once more on its way out of wait(), a second wake-up.
+  // The slot's other waits just look again.
+  slot.cv.notify_all();
 }
 
 /// How long a plain thread polls before it sleeps: at least `poll_floor` (less than a sleep and a
