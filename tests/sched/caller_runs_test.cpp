@@ -199,8 +199,9 @@ TEST_P(caller_runs, workers_steal_the_callers_continuations_even_from_sleep) {
   }
   std::atomic<int> timeouts{0};
   for (int r = 0; r < scaled(20, 6); ++r) {
-    // Long enough for lazy workers to go to sleep (they sleep after a few hundred idle rounds).
-    std::this_thread::sleep_for(std::chrono::milliseconds(r % 3 == 0 ? 20 : 1));
+    // Every third pause is long enough for lazy workers to go to sleep (they do 1 ms after their
+    // last work); the others end around that time, as workers are on their way to sleep.
+    std::this_thread::sleep_for(std::chrono::microseconds(r % 3 == 0 ? 20'000 : 1'000));
     EXPECT_EQ(magpie::sync_wait(*m_pool, needs_a_thief, &timeouts), 1);
   }
   EXPECT_EQ(timeouts.load(), 0) << "a continuation of the caller's root was never stolen";
