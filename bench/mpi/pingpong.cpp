@@ -1,6 +1,9 @@
 // bench/mpi/pingpong — what awaiting MPI from a magpie task costs, on 2 ranks:
 //   1. round-trip latency of a one-long ping-pong: plain blocking MPI_Send/MPI_Recv on the main
-//      thread vs a task that co_awaits magpie::mpi::isend / irecv (median of the repeats);
+//      thread vs a task that co_awaits magpie::mpi::isend / irecv (median of the repeats): with
+//      the default spin before parking (the reply is caught on the worker), and with no spin
+//      (every wait goes through the poller and the pool's wake-up), on a lazy_pool (the idle
+//      worker sleeps) and on a busy_pool (it keeps looking for work);
 //   2. the CPU the process burns while a task waits on an unmatched receive (getrusage over
 //      the wait), i.e. what the poller's back-off costs at rest;
 //   3. the poller's cost per pending request: one MPI_Testsome over N unmatched receives.
@@ -76,7 +79,8 @@ magpie::task<bool> awaited_rounds(int rank, int rounds) {
   co_return ok;
 }
 
-double awaited(magpie::lazy_pool &pool, int rank, int rounds, bool *ok) {
+template <typename Pool>
+double awaited(Pool &pool, int rank, int rounds, bool *ok) {
   MPI_Barrier(MPI_COMM_WORLD);
   auto const t0 = clk::now();
   *ok = magpie::sync_wait(pool, awaited_rounds, rank, rounds) && *ok;
@@ -143,27 +147,43 @@ int main(int argc, char **argv) {
   int const rank = env.rank();
   bool ok = true;
   std::vector<double> plain;
-  std::vector<double> task;
+  std::vector<double> spun;
+  std::vector<double> lazy;
+  std::vector<double> busy;
+  {
+    magpie::lazy_pool lazy_pool(1);
+    magpie::busy_pool busy_pool(1);
+    blocking(rank, rounds / 10, &ok); // warm-up: connections, the poller thread
+    awaited(lazy_pool, rank, rounds / 10, &ok);
+    for (int r = 0; r < repeats; ++r) { // interleaved, so that drift hits all alike
+      plain.push_back(blocking(rank, rounds, &ok));
+      mpi::set_spin_before_park(std::chrono::microseconds(5)); // the default
+      spun.push_back(awaited(lazy_pool, rank, rounds, &ok));
+      mpi::set_spin_before_park(std::chrono::nanoseconds(0));
+      lazy.push_back(awaited(lazy_pool, rank, rounds, &ok));
+      busy.push_back(awaited(busy_pool, rank, rounds, &ok));
+    }
+    mpi::set_spin_before_park(std::chrono::microseconds(5));
+    if (rank == 0) {
+      std::printf("round trip of one long (%d rounds, median of %d): blocking MPI_Send/Recv %.2f "
+                  "us; awaited by a task: %.2f us (spin 5 us, lazy_pool), through the poller "
+                  "(no spin) %.2f us on a lazy_pool, %.2f us on a busy_pool\n",
+                  rounds, repeats, median(plain) * 1e6, median(spun) * 1e6, median(lazy) * 1e6,
+                  median(busy) * 1e6);
+    }
+  }
   {
     magpie::lazy_pool pool(1);
-    blocking(rank, rounds / 10, &ok); // warm-up: connections, the poller thread
-    awaited(pool, rank, rounds / 10, &ok);
-    for (int r = 0; r < repeats; ++r) { // alternating, so that drift hits both alike
-      plain.push_back(blocking(rank, rounds, &ok));
-      task.push_back(awaited(pool, rank, rounds, &ok));
-    }
     MPI_Barrier(MPI_COMM_WORLD);
     double const cpu = magpie::sync_wait(pool, idle_wait, idle, &ok);
     double cpus[2] = {};
     MPI_Gather(&cpu, 1, MPI_DOUBLE, cpus, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    mpi::poller_stats const st = mpi::poller_statistics();
     if (rank == 0) {
-      std::printf("round trip (1 long, %d rounds, median of %d): blocking MPI %.2f us, awaited "
-                  "by a task %.2f us (+%.2f us)\n",
-                  rounds, repeats, median(plain) * 1e6, median(task) * 1e6,
-                  (median(task) - median(plain)) * 1e6);
       std::printf("CPU while a task waits %.1f s on an unmatched receive: rank 0 %.3f s, rank 1 "
-                  "%.3f s (%.2f %% of a core)\n",
-                  idle, cpus[0], cpus[1], 100.0 * (cpus[0] + cpus[1]) / (2 * idle));
+                  "%.3f s (%.2f %% of a core); poller tests so far on rank 0: %llu\n",
+                  idle, cpus[0], cpus[1], 100.0 * (cpus[0] + cpus[1]) / (2 * idle),
+                  static_cast<unsigned long long>(st.tests));
     }
   }
   MPI_Barrier(MPI_COMM_WORLD);

@@ -18,6 +18,9 @@
 //     sender is late costs about one MPI_Testsome per millisecond. A submission wakes the
 //     thread from a pause at once. The price of the back-off is latency on a request that
 //     completes after a long quiet spell: up to `longest_pause`.
+// Before a task parks at all, it tests its request on its own worker for a few microseconds
+// (src/mpi/operations.cpp, set_spin_before_park): a partner that answers at once is caught
+// there, and request–reply traffic never pays the poller's hand-off and the pool's wake-up.
 //
 // Ownership: the poller alone touches a node between submit() and wake() (see
 // magpie/mpi/detail/wait_node.hpp); its own arrays are private to its thread.
@@ -26,6 +29,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -37,13 +41,13 @@
 #include <sys/prctl.h>
 
 #include "magpie/mpi/detail/wait_node.hpp"
-#include "magpie/mpi/operations.hpp"
 #include "magpie/mpi/poller.hpp"
 
 namespace magpie::mpi::detail {
-namespace {
 
 using namespace std::chrono_literals;
+
+namespace {
 
 constexpr auto hot_window = 200us;  // poll without pausing this long after any activity
 constexpr auto first_pause = 20us;  // then pause this long between polls, doubling …
@@ -421,69 +425,9 @@ void stop_poller() noexcept {
   the_poller().stop();
 }
 
-bool wait_node::test_now() noexcept {
-  int code = MPI_SUCCESS;
-  bool complete = false;
-  switch (m_mode) {
-  case one: {
-    int flag = 0;
-    code = MPI_Test(m_requests, &flag, m_statuses);
-    complete = flag != 0;
-    break;
-  }
-  case all: {
-    complete = true;
-    for (int k = 0; k < m_count && code == MPI_SUCCESS; ++k) {
-      int flag = 1;
-      code = MPI_Test(&m_requests[k], &flag, &m_statuses[k]);
-      complete = complete && flag != 0;
-    }
-    break;
-  }
-  case any: {
-    int flag = 0;
-    code = MPI_Testany(m_count, m_requests, &m_index, &flag, m_statuses);
-    complete = flag != 0;
-    break;
-  }
-  }
-  if (code != MPI_SUCCESS) {
-    m_error = code;
-    m_result = failed;
-    return true;
-  }
-  if (complete) {
-    m_result = done;
-    return true;
-  }
-  if (m_deadline != no_deadline && m_deadline <= io::detail::now_nanos()) {
-    m_result = timed_out;
-    return true;
-  }
-  return false;
-}
-
-void start(op_args const &a, MPI_Request *r) {
-  int code = MPI_SUCCESS;
-  switch (a.kind) {
-  case op_args::send:
-    code = MPI_Isend(a.in, a.count, a.type, a.peer, a.tag, a.comm, r);
-    break;
-  case op_args::recv:
-    code = MPI_Irecv(a.out, a.count, a.type, a.peer, a.tag, a.comm, r);
-    break;
-  case op_args::bcast:
-    code = MPI_Ibcast(a.out, a.count, a.type, a.peer, a.comm, r);
-    break;
-  case op_args::allreduce:
-    code = MPI_Iallreduce(a.in, a.out, a.count, a.type, a.op, a.comm, r);
-    break;
-  }
-  check(code, a.what);
-}
-
 } // namespace magpie::mpi::detail
 
 namespace magpie::mpi {
 poller_stats poller_statistics() noexcept { return detail::the_poller().stats(); }
+
 } // namespace magpie::mpi

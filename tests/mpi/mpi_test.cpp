@@ -74,12 +74,19 @@ task<void> many(std::vector<int> *got, std::vector<int> *sources, int *first) {
     out[i] = rank() * 1000 + i;
     MPI_Irecv(&(*got)[i], 1, MPI_INT, left(), 20 + i, MPI_COMM_WORLD, &recvs[i]);
   }
-  // wait_any before anything was sent: it waits, and the first to arrive is the first sent.
+  // The right rank sends the others only once we have acknowledged tag 23: wait_any must
+  // report index 3.
+  int ack_out = 1;
+  int ack_in = 0;
+  MPI_Request ack;
+  MPI_Irecv(&ack_in, 1, MPI_INT, right(), 30, MPI_COMM_WORLD, &ack);
   MPI_Isend(&out[3], 1, MPI_INT, right(), 23, MPI_COMM_WORLD, &sends[3]);
   mpi::any_result const a = co_await mpi::wait_any(recvs);
   *first = a.index;
   EXPECT_EQ(a.status.MPI_TAG, 23);
   EXPECT_EQ(recvs[3], MPI_REQUEST_NULL);
+  co_await mpi::isend(ack_out, left(), 30, MPI_COMM_WORLD);
+  co_await mpi::wait(ack);
   for (int i = 0; i < n; ++i) {
     if (i != 3) {
       MPI_Isend(&out[i], 1, MPI_INT, right(), 20 + i, MPI_COMM_WORLD, &sends[i]);
@@ -352,23 +359,28 @@ task<void> wait_for_late_sender(std::atomic<int> *got) {
 
 TEST(mpi_pools, a_pool_destroyed_while_a_task_waits_on_mpi_waits_for_it) {
   std::atomic<int> got{-1};
-  MPI_Barrier(MPI_COMM_WORLD); // the ranks start their clocks together
-  auto const t0 = std::chrono::steady_clock::now();
+  // Our left partner's sender sends 100 ms after our "go", which we send after spawning the
+  // task: the pool's destructor begins well before the message can arrive.
   std::thread sender([] {
-    std::this_thread::sleep_for(150ms);
+    int go = 0;
+    MPI_Recv(&go, 1, MPI_INT, right(), 81, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    std::this_thread::sleep_for(100ms);
     int const mine = rank();
     MPI_Send(&mine, 1, MPI_INT, right(), 80, MPI_COMM_WORLD);
   });
+  auto t0 = std::chrono::steady_clock::now();
   {
     magpie::lazy_pool pool(2);
     magpie::future<void> f = magpie::spawn(pool, wait_for_late_sender, &got);
     (void)f; // destroyed unread: detached, and the pool's destructor waits for the task
-  }          // waits here until the message has arrived and the task has ended
-  EXPECT_GE(std::chrono::steady_clock::now() - t0, 120ms); // the left rank's 150 ms, less skew
-  sender.join();
+    t0 = std::chrono::steady_clock::now();
+    int const go = 1;
+    MPI_Send(&go, 1, MPI_INT, left(), 81, MPI_COMM_WORLD);
+  } // waits here until the message has arrived and the task has ended
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 100ms);
   EXPECT_EQ(got.load(), left());
   EXPECT_EQ(mpi::poller_statistics().pending_waits, 0U);
-  MPI_Barrier(MPI_COMM_WORLD);
+  sender.join();
 }
 
 // --- stress: fork–join, MPI waits and a channel ---

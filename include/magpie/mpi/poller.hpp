@@ -3,6 +3,7 @@
 // tuning). The poller tests the pending requests of every waiting task (src/mpi/poller.cpp says
 // how it paces itself).
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
@@ -18,5 +19,13 @@ struct poller_stats {
 
 /// Any thread: the poller's counters.
 poller_stats poller_statistics() noexcept;
+
+/// Any thread: how long a task that awaits a request tests it on its own worker (MPI_Test in a
+/// loop) before it parks and hands the request to the poller. Default 5 µs: long enough to catch
+/// a reply from a partner that answers at once over shared memory or a fast network (a round
+/// trip through the poller and the pool's wake-up costs tens of microseconds), short enough
+/// that a worker loses little to a wait that will be long. 0: park at once. Negative values
+/// count as 0.
+void set_spin_before_park(std::chrono::nanoseconds spin) noexcept;
 
 } // namespace magpie::mpi

@@ -6,8 +6,9 @@
 //   MPI_Status s = co_await magpie::mpi::wait(r);          // suspends; the worker runs others
 //   std::optional<MPI_Status> t = co_await magpie::mpi::wait_for(r, 10ms);  // nullopt: timed out
 //
-// The awaiting task first tests its requests on its own worker (MPI_Test: a request already
-// complete costs no suspension); otherwise it is parked away from its worker, which goes on with
+// The awaiting task first tests its requests on its own worker (MPI_Test, repeated for up to
+// 5 µs: see set_spin_before_park in magpie/mpi/poller.hpp; a request that completes meanwhile
+// costs no suspension); otherwise it is parked away from its worker, which goes on with
 // other tasks, and magpie's poller thread tests the pending requests of every waiting task of
 // the process (MPI_Testsome) until they complete, then resubmits the task to its pool (any
 // worker). Placement and cost of the poller: src/mpi/poller.cpp and docs/guide/

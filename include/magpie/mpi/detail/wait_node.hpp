@@ -62,9 +62,12 @@ struct wait_node : core::job {
   /// Resubmits the task to its pool. Point of no return: the node may be gone after this.
   void wake() noexcept { m_task.home()->resubmit(this, core::ext::any_worker); }
 
-  /// On the task's worker, before suspending: tests the requests once. True if the wait is
-  /// settled (complete, failed, or its deadline already passed).
+  /// On the task's worker, before suspending: tests the requests, for a few microseconds. True
+  /// if the wait is settled (complete, failed, or its deadline already passed).
   bool test_now() noexcept;
+  /// Tests the requests once (MPI_Test / MPI_Testany); true if the wait is settled. `first`:
+  /// the first pass, which also gives the requests null from the start their empty status.
+  bool test_once(bool first) noexcept;
 
   /// Throws what a settled wait reports: error, cancelled. timed_out is the caller's to report.
   void rethrow() const {
