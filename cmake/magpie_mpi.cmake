@@ -21,7 +21,11 @@ if(NOT MAGPIE_WITH_MPI STREQUAL "OFF" AND CMAKE_SYSTEM_NAME STREQUAL "Linux")
     set(MAGPIE_MPI_RUN_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
         OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1)
     if(MAGPIE_SANITIZE MATCHES "address")
-      list(APPEND MAGPIE_MPI_RUN_ENV LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/mpi/lsan.supp)
+      # Full unwinding at malloc: the leaks' stacks then reach libmpi / libopen-pal frames, which
+      # the suppressions name (Open MPI is built without frame pointers).
+      list(APPEND MAGPIE_MPI_RUN_ENV
+           ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0
+           LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/mpi/lsan.supp)
     endif()
     message(STATUS "magpie: MPI ${MPI_CXX_VERSION} found (${MPI_CXX_HEADER_DIR}, ${MPIEXEC_EXECUTABLE}): magpie::mpi is built")
   elseif(MAGPIE_WITH_MPI STREQUAL "ON")

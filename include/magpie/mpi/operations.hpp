@@ -113,58 +113,46 @@ int count_of(std::size_t n, char const *what) {
   return static_cast<int>(units);
 }
 
-/// The MPI_Op of a function object (a static_assert says which are known).
-template <typename Op>
-struct op_of {
-  static_assert(sizeof(Op) == 0,
-                "magpie::mpi::iallreduce: no MPI_Op is known for this function object; use "
-                "std::plus, std::multiplies, std::logical_and, std::logical_or, std::bit_and, "
-                "std::bit_or, std::bit_xor, magpie::mpi::minimum, magpie::mpi::maximum, or pass "
-                "an MPI_Op (MPI_Op_create for your own)");
-};
-template <typename T>
-struct op_of<std::plus<T>> {
-  static MPI_Op get() noexcept { return MPI_SUM; }
-};
-template <typename T>
-struct op_of<std::multiplies<T>> {
-  static MPI_Op get() noexcept { return MPI_PROD; }
-};
-template <typename T>
-struct op_of<std::logical_and<T>> {
-  static MPI_Op get() noexcept { return MPI_LAND; }
-};
-template <typename T>
-struct op_of<std::logical_or<T>> {
-  static MPI_Op get() noexcept { return MPI_LOR; }
-};
-template <typename T>
-struct op_of<std::bit_and<T>> {
-  static MPI_Op get() noexcept { return MPI_BAND; }
-};
-template <typename T>
-struct op_of<std::bit_or<T>> {
-  static MPI_Op get() noexcept { return MPI_BOR; }
-};
-template <typename T>
-struct op_of<std::bit_xor<T>> {
-  static MPI_Op get() noexcept { return MPI_BXOR; }
-};
-template <>
-struct op_of<minimum> {
-  static MPI_Op get() noexcept { return MPI_MIN; }
-};
-template <>
-struct op_of<maximum> {
-  static MPI_Op get() noexcept { return MPI_MAX; }
-};
+/// True if Op is F<T> for some T (std::plus<int>, std::plus<>).
+template <template <typename> class F, typename Op>
+inline constexpr bool is_function_object = false;
+template <template <typename> class F, typename T>
+inline constexpr bool is_function_object<F, F<T>> = true;
 
+template <typename Op>
+inline constexpr bool no_mpi_op = false;
+
+/// The MPI_Op of a function object, or `op` itself if it is one (a static_assert lists the
+/// function objects known).
 template <typename Op>
 MPI_Op to_mpi_op(Op const &op) noexcept {
   if constexpr (std::is_same_v<Op, MPI_Op>) {
     return op;
+  } else if constexpr (is_function_object<std::plus, Op>) {
+    return MPI_SUM;
+  } else if constexpr (is_function_object<std::multiplies, Op>) {
+    return MPI_PROD;
+  } else if constexpr (is_function_object<std::logical_and, Op>) {
+    return MPI_LAND;
+  } else if constexpr (is_function_object<std::logical_or, Op>) {
+    return MPI_LOR;
+  } else if constexpr (is_function_object<std::bit_and, Op>) {
+    return MPI_BAND;
+  } else if constexpr (is_function_object<std::bit_or, Op>) {
+    return MPI_BOR;
+  } else if constexpr (is_function_object<std::bit_xor, Op>) {
+    return MPI_BXOR;
+  } else if constexpr (std::is_same_v<Op, minimum>) {
+    return MPI_MIN;
+  } else if constexpr (std::is_same_v<Op, maximum>) {
+    return MPI_MAX;
   } else {
-    return op_of<Op>::get();
+    static_assert(no_mpi_op<Op>,
+                  "magpie::mpi::iallreduce: no MPI_Op is known for this function object; use "
+                  "std::plus, std::multiplies, std::logical_and, std::logical_or, std::bit_and, "
+                  "std::bit_or, std::bit_xor, magpie::mpi::minimum, magpie::mpi::maximum, or "
+                  "pass an MPI_Op (MPI_Op_create for your own)");
+    return MPI_OP_NULL;
   }
 }
 
