@@ -255,6 +255,20 @@ struct [[nodiscard("co_await it")]] op_request {
   }
 };
 
+/// The arguments of an operation on `n` elements of T (the buffers' addresses may be filled in
+/// later: see op_awaitable).
+template <typename T>
+op_args args_for(op_args::kind_t kind, char const *what, std::size_t n, int peer, MPI_Comm comm) {
+  op_args a;
+  a.kind = kind;
+  a.what = what;
+  a.count = count_of<T>(n, what);
+  a.type = datatype<T>();
+  a.peer = peer;
+  a.comm = comm;
+  return a;
+}
+
 template <typename T>
 constexpr void require_transferable() {
   static_assert(is_transferable<std::remove_cv_t<T>>,
@@ -279,15 +293,10 @@ constexpr void require_reducible() {
 template <typename T>
 detail::op_request<void> isend(std::span<T> data, int dest, int tag, MPI_Comm comm) {
   detail::require_transferable<T>();
-  detail::op_args a;
+  auto a =
+      detail::args_for<T>(detail::op_args::send, "magpie::mpi::isend", data.size(), dest, comm);
   a.in = data.data();
-  a.count = detail::count_of<T>(data.size(), "magpie::mpi::isend");
-  a.type = detail::datatype<T>();
-  a.peer = dest;
   a.tag = tag;
-  a.comm = comm;
-  a.kind = detail::op_args::send;
-  a.what = "magpie::mpi::isend";
   return {a, {}, {}};
 }
 
@@ -306,15 +315,10 @@ detail::op_request<MPI_Status> irecv(std::span<T> data, int source, int tag, MPI
                                      core::stop_token stop = {}) {
   static_assert(!std::is_const_v<T>, "magpie::mpi::irecv: the buffer must be writable");
   detail::require_transferable<T>();
-  detail::op_args a;
+  auto a =
+      detail::args_for<T>(detail::op_args::recv, "magpie::mpi::irecv", data.size(), source, comm);
   a.out = data.data();
-  a.count = detail::count_of<T>(data.size(), "magpie::mpi::irecv");
-  a.type = detail::datatype<T>();
-  a.peer = source;
   a.tag = tag;
-  a.comm = comm;
-  a.kind = detail::op_args::recv;
-  a.what = "magpie::mpi::irecv";
   return {a, std::move(stop), {}};
 }
 
@@ -324,14 +328,8 @@ detail::op_request<T> irecv(int source, int tag, MPI_Comm comm, core::stop_token
   detail::require_transferable<T>();
   static_assert(std::is_default_constructible_v<T>,
                 "magpie::mpi::irecv<T>: T must be default-constructible (or receive into a span)");
-  detail::op_args a;
-  a.count = detail::count_of<T>(1, "magpie::mpi::irecv");
-  a.type = detail::datatype<T>();
-  a.peer = source;
-  a.tag = tag;
-  a.comm = comm;
-  a.kind = detail::op_args::recv;
-  a.what = "magpie::mpi::irecv";
+  auto a = detail::args_for<T>(detail::op_args::recv, "magpie::mpi::irecv", 1, source, comm);
+  a.tag = tag; // the buffer is the awaitable's
   return {a, std::move(stop), {}};
 }
 
@@ -341,14 +339,9 @@ template <typename T>
 detail::op_request<void> ibcast(std::span<T> data, int root, MPI_Comm comm) {
   static_assert(!std::is_const_v<T>, "magpie::mpi::ibcast: the buffer must be writable");
   detail::require_transferable<T>();
-  detail::op_args a;
+  auto a =
+      detail::args_for<T>(detail::op_args::bcast, "magpie::mpi::ibcast", data.size(), root, comm);
   a.out = data.data();
-  a.count = detail::count_of<T>(data.size(), "magpie::mpi::ibcast");
-  a.type = detail::datatype<T>();
-  a.peer = root;
-  a.comm = comm;
-  a.kind = detail::op_args::bcast;
-  a.what = "magpie::mpi::ibcast";
   return {a, {}, {}};
 }
 
@@ -367,15 +360,11 @@ detail::op_request<void> iallreduce(std::span<T const> in, std::span<T> out, Op 
   if (in.size() != out.size()) {
     throw std::invalid_argument("magpie::mpi::iallreduce: `in` and `out` differ in size");
   }
-  detail::op_args a;
+  auto a = detail::args_for<T>(detail::op_args::allreduce, "magpie::mpi::iallreduce", in.size(), 0,
+                               comm);
   a.in = in.data();
   a.out = out.data();
-  a.count = detail::count_of<T>(in.size(), "magpie::mpi::iallreduce");
-  a.type = detail::datatype<T>();
   a.op = detail::to_mpi_op(op);
-  a.comm = comm;
-  a.kind = detail::op_args::allreduce;
-  a.what = "magpie::mpi::iallreduce";
   return {a, {}, {}};
 }
 
@@ -385,15 +374,11 @@ template <typename T, typename Op>
   requires(!std::is_const_v<T>)
 detail::op_request<void> iallreduce(std::span<T> data, Op op, MPI_Comm comm) {
   detail::require_reducible<T>();
-  detail::op_args a;
+  auto a = detail::args_for<T>(detail::op_args::allreduce, "magpie::mpi::iallreduce", data.size(),
+                               0, comm);
   a.in = MPI_IN_PLACE;
   a.out = data.data();
-  a.count = detail::count_of<T>(data.size(), "magpie::mpi::iallreduce");
-  a.type = detail::datatype<T>();
   a.op = detail::to_mpi_op(op);
-  a.comm = comm;
-  a.kind = detail::op_args::allreduce;
-  a.what = "magpie::mpi::iallreduce";
   return {a, {}, {}};
 }
 
@@ -403,13 +388,8 @@ template <typename T, typename Op>
   requires(!std::is_pointer_v<T> && !detail::is_span<T>)
 detail::op_request<T> iallreduce(T const &value, Op op, MPI_Comm comm) {
   detail::require_reducible<T>();
-  detail::op_args a;
-  a.count = 1;
-  a.type = detail::datatype<T>();
-  a.op = detail::to_mpi_op(op);
-  a.comm = comm;
-  a.kind = detail::op_args::allreduce;
-  a.what = "magpie::mpi::iallreduce";
+  auto a = detail::args_for<T>(detail::op_args::allreduce, "magpie::mpi::iallreduce", 1, 0, comm);
+  a.op = detail::to_mpi_op(op); // the buffers are the awaitable's
   detail::op_request<T> r{a, {}, {}};
   r.m_value.in = value;
   return r;
