@@ -22,8 +22,8 @@
 // (src/mpi/operations.cpp, set_spin_before_park): a partner that answers at once is caught
 // there, and request–reply traffic never pays the poller's hand-off and the pool's wake-up.
 //
-// Ownership: the poller alone touches a node between submit() and wake() (see
-// magpie/mpi/detail/wait_node.hpp); its own arrays are private to its thread.
+// Protocol: docs/protocols.md §15. Ownership: the poller alone touches a node between submit()
+// and wake() (see magpie/mpi/detail/wait_node.hpp); its own arrays are private to its thread.
 
 #include <algorithm>
 #include <atomic>
@@ -118,7 +118,7 @@ private:
     auto last_activity = std::chrono::steady_clock::now();
     auto pause = first_pause;
     for (;;) {
-      bool active = false;
+      wait_node *list = nullptr;
       {
         std::unique_lock lock(m_lock);
         if (m_incoming == nullptr && m_nodes.empty()) { // idle: no MPI call at all
@@ -135,10 +135,10 @@ private:
           }
           return;
         }
-        wait_node *list = std::exchange(m_incoming, nullptr);
-        active = list != nullptr;
-        adopt(list);
+        list = std::exchange(m_incoming, nullptr);
       }
+      bool active = list != nullptr;
+      adopt(list);
       if (test()) {
         active = true;
       }
@@ -169,15 +169,16 @@ private:
     }
   }
 
-  /// Takes newly submitted nodes into the arrays (under m_lock).
+  /// Takes newly submitted nodes (newest first) into the arrays, oldest first.
   void adopt(wait_node *list) {
-    // The list is newest first; keep submission order (oldest first) for fairness.
-    std::vector<wait_node *> fresh;
-    for (; list != nullptr; list = list->m_poll_next) {
-      fresh.push_back(list);
+    wait_node *oldest_first = nullptr;
+    while (list != nullptr) {
+      wait_node *next = list->m_poll_next;
+      list->m_poll_next = oldest_first;
+      oldest_first = list;
+      list = next;
     }
-    for (auto it = fresh.rbegin(); it != fresh.rend(); ++it) {
-      wait_node *n = *it;
+    for (wait_node *n = oldest_first; n != nullptr; n = n->m_poll_next) {
       n->m_left = 0;
       if (n->m_mode != wait_node::any) {
         for (int k = 0; k < n->m_count; ++k) {
