@@ -34,7 +34,7 @@ void environment::init(int *argc, char ***argv) {
 }
 
 environment::~environment() {
-  detail::stop_poller(); // before MPI_Finalize: the poller may be inside MPI_Testsome
+  detail::stop_poller(); // before MPI_Finalize: the poller may be inside MPI_Testany
   if (m_owner) {
     MPI_Finalize();
   }

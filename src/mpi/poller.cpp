@@ -5,17 +5,17 @@
 //   - the reactor (src/io/reactor.cpp) sleeps in epoll and wakes only on a descriptor or a
 //     deadline; MPI offers neither for a request (Open MPI's shared-memory and TCP transports
 //     progress only when some thread calls into MPI), so the reactor would have to poll on a
-//     timer, and its timers and sockets would wait behind MPI_Testsome.
+//     timer, and its timers and sockets would wait behind the tests.
 //   - idle workers: a lazy pool's idle workers sleep, and a busy pool's never idle, so requests
 //     would progress only while some worker happens to have nothing to do — never, under load,
 //     which is exactly when communication should overlap computation; and every worker would
 //     contend on one request list.
 //   - a dedicated thread costs one thread, which sleeps (condition variable, no MPI call at
 //     all) while no request is pending. While requests are pending it polls: continuously (a
-//     yield between two MPI_Testsome calls) for `hot_window` after the last submission or
-//     completion — so ping-pong traffic sees microsecond latency — then with pauses that double
+//     yield between two scans of the pending requests) for `hot_window` after the last submission
+//     or completion — so ping-pong traffic sees microsecond latency — then with pauses that double
 //     from `first_pause` to `longest_pause`, so that a task waiting long on a receive whose
-//     sender is late costs about one MPI_Testsome per millisecond. A submission wakes the
+//     sender is late costs about one scan (one MPI_Testany) per millisecond. A submission wakes the
 //     thread from a pause at once. The price of the back-off is latency on a request that
 //     completes after a long quiet spell: up to `longest_pause`.
 // Before a task parks at all, it tests its request on its own worker for a few microseconds
@@ -53,7 +53,7 @@ constexpr auto hot_window = 200us;  // poll without pausing this long after any 
 constexpr auto first_pause = 20us;  // then pause this long between polls, doubling …
 constexpr auto longest_pause = 1ms; // … up to this
 
-/// One pending request of a mode-one or mode-all wait, in the array MPI_Testsome tests.
+/// One pending request of a mode-one or mode-all wait, in the array MPI_Testany scans.
 struct slot {
   wait_node *node;
   int index; // in the node's arrays
@@ -197,38 +197,50 @@ private:
     m_pending.store(m_nodes.size(), std::memory_order_relaxed); // no edge: statistics
   }
 
-  /// One MPI_Testsome over every mode-one/all request, and one MPI_Testany per mode-any wait.
+  /// Scans every mode-one/all request (MPI_Testany, again after each completion), and each
+  /// mode-any wait's own requests (one MPI_Testany).
   /// True if anything completed.
   bool test() noexcept {
     bool any_done = false;
+    // MPI_Testany until nothing more has completed: one scan and one progress call when
+    // nothing has, one more per completion. Not MPI_Testsome: Open MPI 4.1's completes a
+    // truncated receive and returns MPI_SUCCESS, losing the error, where MPI_Testany (as
+    // MPI_Test) returns it.
     int const n = static_cast<int>(m_requests.size());
-    if (n > 0) {
-      m_indices.resize(m_requests.size());
-      m_statuses.resize(m_requests.size());
-      int done = 0;
-      int const rc = MPI_Testsome(n, m_requests.data(), &done, m_indices.data(), m_statuses.data());
+    for (int round = 0; n > 0 && round <= n; ++round) {
+      int index = MPI_UNDEFINED;
+      int flag = 0;
+      MPI_Status st{};
+      int const code = MPI_Testany(n, m_requests.data(), &index, &flag, &st);
       m_tests.fetch_add(1, std::memory_order_relaxed); // no edge: statistics
-      if (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) {
-        for (int i = 0; done != MPI_UNDEFINED && i < done; ++i) {
-          int const code = rc == MPI_ERR_IN_STATUS ? m_statuses[i].MPI_ERROR : MPI_SUCCESS;
-          complete(m_slots[static_cast<std::size_t>(m_indices[i])], m_statuses[i], code);
-          any_done = true;
-        }
-      } else {
+      if (index != MPI_UNDEFINED && (flag != 0 || code != MPI_SUCCESS)) {
+        slot const s = m_slots[static_cast<std::size_t>(index)];
+        // MPI freed a request that completed (null here); one that failed may still be live: the
+        // caller's array gets whichever it is, and ours forgets it either way.
+        MPI_Request const left = m_requests[static_cast<std::size_t>(index)];
+        m_requests[static_cast<std::size_t>(index)] = MPI_REQUEST_NULL;
+        complete(s, st, code, left);
+        any_done = true;
+        continue;
+      }
+      if (code != MPI_SUCCESS) {
         // A failure MPI did not attribute to a request: test each alone to find whose it is.
         for (std::size_t i = 0; i < m_requests.size(); ++i) {
           if (m_requests[i] == MPI_REQUEST_NULL) {
             continue;
           }
-          int flag = 0;
-          MPI_Status st{};
-          int const code = MPI_Test(&m_requests[i], &flag, &st);
-          if (code != MPI_SUCCESS || flag != 0) {
-            complete(m_slots[i], st, code);
+          int one = 0;
+          MPI_Status one_st{};
+          int const one_code = MPI_Test(&m_requests[i], &one, &one_st);
+          if (one_code != MPI_SUCCESS || one != 0) {
+            MPI_Request const left = m_requests[i];
+            m_requests[i] = MPI_REQUEST_NULL;
+            complete(m_slots[i], one_st, one_code, left);
             any_done = true;
           }
         }
       }
+      break; // nothing (more) has completed
     }
     for (wait_node *node : m_nodes) {
       if (node->m_mode != wait_node::any || node->m_finished) {
@@ -250,11 +262,12 @@ private:
     return any_done;
   }
 
-  /// One request of a mode-one/all wait has completed (MPI freed it; `code` its error).
-  void complete(slot &s, MPI_Status const &st, int code) noexcept {
+  /// One request of a mode-one/all wait has completed (`code`: its error; `left`: what is left of
+  /// the request, MPI_REQUEST_NULL unless MPI kept a failed one).
+  void complete(slot const &s, MPI_Status const &st, int code, MPI_Request left) noexcept {
     wait_node &node = *s.node;
     m_completions.fetch_add(1, std::memory_order_relaxed); // no edge: statistics
-    node.m_requests[s.index] = MPI_REQUEST_NULL;
+    node.m_requests[s.index] = left;
     node.m_statuses[s.index] = st;
     --node.m_left;
     if (node.m_finished) {
@@ -368,9 +381,7 @@ private:
   // The poller thread's own.
   std::vector<MPI_Request> m_requests; // copies of the pending requests of mode one/all
   std::vector<slot> m_slots;           // whose each is
-  std::vector<int> m_indices;
-  std::vector<MPI_Status> m_statuses;
-  std::vector<wait_node *> m_nodes; // every pending wait, oldest first
+  std::vector<wait_node *> m_nodes;    // every pending wait, oldest first
   std::vector<wait_node *> m_done;
   nanos m_earliest = no_deadline;
 

@@ -13,8 +13,8 @@ namespace magpie::mpi {
 struct poller_stats {
   std::size_t pending_waits = 0; ///< waits handed to the poller and not yet over
   std::uint64_t waits = 0;       ///< waits handed to the poller (not those settled at once)
-  std::uint64_t tests = 0;       ///< MPI_Testsome calls
-  std::uint64_t completions = 0; ///< requests that MPI_Testsome completed
+  std::uint64_t tests = 0;       ///< MPI_Testany scans of the pending requests
+  std::uint64_t completions = 0; ///< requests that the scans completed
 };
 
 /// Any thread: the poller's counters.

@@ -10,7 +10,7 @@
 // 5 µs: see set_spin_before_park in magpie/mpi/poller.hpp; a request that completes meanwhile
 // costs no suspension); otherwise it is parked away from its worker, which goes on with
 // other tasks, and magpie's poller thread tests the pending requests of every waiting task of
-// the process (MPI_Testsome) until they complete, then resubmits the task to its pool (any
+// the process (MPI_Testany) until they complete, then resubmits the task to its pool (any
 // worker). Placement and cost of the poller: src/mpi/poller.cpp and docs/guide/
 // beyond-one-machine.md.
 //
@@ -18,8 +18,9 @@
 //   - like MPI_Wait, a completed request is freed and set to MPI_REQUEST_NULL, and its status
 //     returned; a null request completes at once with an empty status. The caller must not use
 //     the requests (nor free, test or wait on them elsewhere) while the co_await is pending;
-//   - a failure (the call's return code, or a status's MPI_ERROR) is thrown as
-//     magpie::mpi::error; requests of a wait_all that had not completed then are left pending;
+//   - a failure (the return code of MPI_Test / MPI_Testany on the request) is thrown as
+//     magpie::mpi::error; requests of a wait_all that had not completed then are left pending,
+//     and a failed request that MPI did not free is left in place (MPI_Request_free it);
 //   - deadline forms (wait_until, wait_for) return std::nullopt when the deadline passes first,
 //     and leave the request pending and valid: wait again, or MPI_Cancel and wait for it. The
 //     task resumes no earlier than the deadline and, once the poller has backed off, up to about
