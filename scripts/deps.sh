@@ -6,8 +6,9 @@ set -euo pipefail
 common=(cmake ninja-build g++-12 clang-16 libclang-rt-16-dev libhwloc-dev pkg-config libasio-dev)
 case "${1:-test}" in
   test)  wanted=("${common[@]}" libgtest-dev spin gcc clang-format-16 clang-tidy-16 libc++-16-dev
-                 libc++abi-16-dev pkg-config doxygen python3 gdb chromium fonts-dejavu-core) ;;
-  bench) wanted=("${common[@]}" libtbb-dev libomp-16-dev libbenchmark-dev python3 python3-matplotlib time) ;;
+                 libc++abi-16-dev libopenmpi-dev openmpi-bin pkg-config doxygen python3 gdb chromium fonts-dejavu-core) ;;
+  bench) wanted=("${common[@]}" libtbb-dev libomp-16-dev libbenchmark-dev python3 python3-matplotlib time
+                 libopenmpi-dev openmpi-bin) ;;
   docs)  wanted=(doxygen) ;;
   build) wanted=("${common[@]}") ;;
   *) echo "usage: $0 test|bench|docs|build" >&2; exit 2 ;;

@@ -6,7 +6,8 @@
 # FetchContent, find_package (where pkg-config cannot be found), and a plain compiler command line
 # with `pkg-config --cflags --libs magpie`. The consumer includes magpie/magpie.hpp and, in a
 # translation unit each, every layer's umbrella header alone; where magpie was built with Asio, it
-# also uses magpie::asio (not in the pkg-config mode: that target is CMake's).
+# also uses magpie::asio, and where it was built with MPI, magpie::mpi (neither in the pkg-config
+# mode: those targets are CMake's).
 # Usage: check_consumers.sh SOURCE WORKDIR CXX [CMAKE_ARG...]  (the CMAKE_ARGs go to every
 # configure, e.g. -DMAGPIE_ASIO_INCLUDE_DIR=... or -DCMAKE_PREFIX_PATH=... for hwloc)
 set -euo pipefail
@@ -27,11 +28,12 @@ found() {
   [[ -n $value && $value != *NOTFOUND ]]
 }
 libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$cache")
-with_asio=0 with_hwloc=0
+with_asio=0 with_hwloc=0 with_mpi=0
 if found MAGPIE_ASIO_INCLUDE_DIR; then with_asio=1; fi
+if ! grep -q '^MAGPIE_WITH_MPI:STRING=OFF$' "$cache" && found MPI_CXX_HEADER_DIR; then with_mpi=1; fi
 if ! grep -q '^MAGPIE_WITH_HWLOC:STRING=OFF$' "$cache" && found MAGPIE_HWLOC_LIBRARY &&
   found MAGPIE_HWLOC_INCLUDE_DIR; then with_hwloc=1; fi
-echo "library built with: asio $with_asio, hwloc $with_hwloc"
+echo "library built with: asio $with_asio, hwloc $with_hwloc, mpi $with_mpi"
 
 # The installed tree, file by file.
 pkgdir=$libdir/cmake/magpie
@@ -41,6 +43,10 @@ pkgdir=$libdir/cmake/magpie
     "$pkgdir/magpieConfig.cmake" "$pkgdir/magpieConfigVersion.cmake" \
     "$pkgdir/magpieTargets.cmake" "$pkgdir/magpieTargets-release.cmake"
   if ((with_asio)); then echo "$pkgdir/magpieAsioTargets.cmake"; fi
+  if ((with_mpi)); then
+    printf '%s\n' "$libdir/libmagpie_mpi.a" "$pkgdir/magpieMpiTargets.cmake" \
+      "$pkgdir/magpieMpiTargets-release.cmake"
+  fi
   if ((with_hwloc)); then echo "$pkgdir/FindMagpieHwloc.cmake"; fi
 } | sort >"$work/expected-tree"
 (cd "$prefix" && find . -type f -o -type l) | sed 's|^\./||' | sort >"$work/installed-tree"
@@ -63,7 +69,8 @@ if [ "$pc_version" != "$version" ] || [ "$cmake_version" != "$version" ]; then
 fi
 echo "installed tree: $(wc -l <"$work/installed-tree") files as expected, version $version"
 
-consumer_flags=(-DMAGPIE_SOURCE="$src" -DASIO=$((with_asio ? 1 : 0)) -Wno-dev --no-warn-unused-cli)
+consumer_flags=(-DMAGPIE_SOURCE="$src" -DASIO=$((with_asio ? 1 : 0)) -DMPI=$((with_mpi ? 1 : 0))
+  -Wno-dev --no-warn-unused-cli)
 for mode in subdirectory fetchcontent package; do
   mode_flags=()
   # find_package(magpie) needs neither pkg-config nor, for a magpie built without it, hwloc.
@@ -81,7 +88,8 @@ for mode in subdirectory fetchcontent package; do
   cmake --build "$work/$mode" >/dev/null
   "$work/$mode/consumer"
   if ((with_asio)); then "$work/$mode/consumer_asio"; fi
-  echo "consumer via $mode (magpie::magpie$( ((with_asio)) && echo ', magpie::asio')): ok"
+  if ((with_mpi)); then "$work/$mode/consumer_mpi"; fi
+  echo "consumer via $mode (magpie::magpie$( ((with_asio)) && echo ', magpie::asio')$( ((with_mpi)) && echo ', magpie::mpi')): ok"
 done
 
 mkdir -p "$work/pkgconfig"
