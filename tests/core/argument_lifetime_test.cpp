@@ -1,7 +1,7 @@
 // Arguments and parameters of children: every form that fork and call accept keeps its referents
 // alive while the child runs, and every parameter is destroyed exactly once — also when the
-// callable handed to fork/call is a plain adapter that returns another coroutine's task (issue 7,
-// items 1 and 2). The forms fork rejects are build-must-fail tests: tests/compile_fail/fork_*.cpp.
+// callable handed to fork/call is a plain adapter that returns another coroutine's task. The
+// forms fork rejects are build-must-fail tests: tests/compile_fail/fork_*.cpp.
 
 #include <cstddef>
 #include <numeric>

@@ -1,4 +1,4 @@
-// A pool whose constructor fails half-way (issue 7, item 5). This executable replaces the global
+// A pool whose constructor fails half-way. This executable replaces the global
 // operator new/delete (so it must stay a separate executable): the N-th allocation made by the
 // constructing thread throws std::bad_alloc, for every N from 0 until construction succeeds, for
 // busy and lazy pools of 1, 2 and 4 workers. The failures hit the allocation of a worker, of its

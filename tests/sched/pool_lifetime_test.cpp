@@ -1,4 +1,4 @@
-// Pool lifetimes across resume_on (issue 7, item 4): a pool that tasks of another pool move into
+// Pool lifetimes across resume_on: a pool that tasks of another pool move into
 // may be destroyed as soon as they have left it, and its destruction may begin while they are
 // still arriving.
 //

@@ -1,4 +1,4 @@
-// Random programs that hop between pools (issue 7, item 8): each program forks and joins in
+// Random programs that hop between pools: each program forks and joins in
 // whichever pool it is in and moves with resume_on between a home pool, two shared target pools
 // and a private pool of its caller — from forked children too — while several caller threads run
 // such roots at once. Between rounds every target pool is destroyed at once and made anew: the

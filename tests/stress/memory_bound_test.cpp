@@ -252,7 +252,7 @@ TEST(memory_bound, AdversarialStolenSpine) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// With tasks parked (issue 9, item 6): K tasks wait on an event, on the same pool, for the whole
+// With tasks parked: K tasks wait on an event, on the same pool, for the whole
 // run. A parked task holds only its own stacklets: the chain begun after the previous park, whose
 // first stacklet has exactly the size of its first frame (the parked task's) plus a header; the
 // fork–join part of the program must still obey the bound, charged with everything but what the

@@ -109,7 +109,7 @@ struct program {
 };
 
 /// Draws a program's knobs from its seed: bushy trees, deep spines, with or without faults.
-/// `with_adapters` adds via_adapter edges (issue 7 item 2: see stress_test.cpp, Adapters*).
+/// `with_adapters` adds via_adapter edges (see stress_test.cpp, Adapters*).
 inline program make_program(std::uint64_t seed, bool with_resume, bool with_adapters = false) {
   shape_rng r(mix(seed ^ 0x5EEDULL));
   program p;
@@ -460,7 +460,7 @@ inline magpie::task<value_t> adapted(run_env *env, std::uint64_t path, int depth
 }
 
 /// A plain function, not a coroutine: its parameters are trivially destructible, the parameters
-/// of the coroutine whose task it returns are not (the shape of issue 7 item 2).
+/// of the coroutine whose task it returns are not (an adapter).
 inline magpie::task<value_t> via_adapter(run_env *env, std::uint64_t path, int depth, bool on_spine,
                                          int forks_on_path) {
   return adapted(env, path, depth, on_spine, forks_on_path,

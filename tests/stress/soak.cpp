@@ -5,7 +5,7 @@
 // Cycles through every scheduler (inline; busy and lazy pools with 1…8 workers), running programs
 // against their serial projection in slices (see driver.hpp for the checks); every third slice
 // also injects stacklet allocation failures. --adapters adds children reached through plain
-// adapter functions (program.hpp: via_adapter; issue 7 item 2). Reports the programs, tasks and
+// adapter functions (program.hpp: via_adapter). Reports the programs, tasks and
 // steals executed, and exits non-zero at the first failure (printing the seed that reproduces it).
 
 #include <chrono>

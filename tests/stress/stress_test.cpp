@@ -4,7 +4,7 @@
 // audits (values, executed node and leaf counts, exception identity, no leaked argument, frame,
 // exception object or stacklet).
 //
-// The programs include the hostile shapes of issue 7: tasks catching their own exception inside a
+// The programs include these hostile shapes: tasks catching their own exception inside a
 // scope with a stack array live, children with reference parameters bound to the parent's locals,
 // and (in their own test, Adapters*) plain adapter functions returning the task of a coroutine
 // whose parameters need destroying.
