@@ -39,8 +39,9 @@ public:
   int thread_level() const noexcept { return m_provided; }
   /// True if this object called MPI_Init_thread (and will call MPI_Finalize).
   bool owns_mpi() const noexcept { return m_owner; }
-  /// MPI_COMM_WORLD's rank and size.
+  /// This process's rank in MPI_COMM_WORLD.
   int rank() const noexcept { return m_rank; }
+  /// The number of processes in MPI_COMM_WORLD.
   int size() const noexcept { return m_size; }
 
 private:

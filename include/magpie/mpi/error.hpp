@@ -21,6 +21,7 @@ namespace magpie::mpi {
 /// says which operation failed and quotes MPI_Error_string.
 class error : public std::runtime_error {
 public:
+  /// The error `code` that MPI returned from `operation` (a function name such as "MPI_Isend").
   error(int code, char const *operation)
       : std::runtime_error(describe(code, operation)), m_code(code) {}
 

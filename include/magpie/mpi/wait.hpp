@@ -56,7 +56,9 @@ namespace magpie::mpi {
 /// What wait_any returns: which request completed (MPI_UNDEFINED if every request was null), and
 /// its status.
 struct any_result {
+  /// The position in the span of the request that completed, or MPI_UNDEFINED.
   int index = MPI_UNDEFINED;
+  /// That request's status (empty when index is MPI_UNDEFINED).
   MPI_Status status{};
 };
 

@@ -348,35 +348,36 @@ private:
   core::observer *m_observer = nullptr; // guarded by m_observer_mutex
 };
 
-inline std::size_t detail::pool_access::submit_root(pool &s, job *j, priority p) {
+// pool_access's forwarders (sched/detail/pool_access.hpp), defined where pool is complete. The
+// reference leaves them out with the class (detail/ is not among Doxygen's inputs).
+#ifndef MAGPIE_DOXYGEN
+namespace detail {
+inline std::size_t pool_access::submit_root(pool &s, job *j, priority p) {
   return s.submit_root(j, p);
 }
-inline bool detail::pool_access::withdraw_root(pool &s, job *j, std::size_t worker,
-                                               priority p) noexcept {
+inline bool pool_access::withdraw_root(pool &s, job *j, std::size_t worker, priority p) noexcept {
   return s.withdraw_root(j, worker, p);
 }
-inline void detail::pool_access::run_stale_local(pool &s, job const *newest,
-                                                 bool (*stale)(job const *j) noexcept,
-                                                 void (*drop)(job *j) noexcept) noexcept {
+inline void pool_access::run_stale_local(pool &s, job const *newest,
+                                         bool (*stale)(job const *j) noexcept,
+                                         void (*drop)(job *j) noexcept) noexcept {
   s.run_stale_local(newest, stale, drop);
 }
-inline std::size_t detail::pool_access::guest_slots(pool const &s) noexcept {
-  return s.guest_slots();
-}
-inline void detail::pool_access::open_submission(pool &s) { s.open_submission(); }
-inline void detail::pool_access::submit_to(pool &s, std::size_t index, job *j) noexcept {
+inline std::size_t pool_access::guest_slots(pool const &s) noexcept { return s.guest_slots(); }
+inline void pool_access::open_submission(pool &s) { s.open_submission(); }
+inline void pool_access::submit_to(pool &s, std::size_t index, job *j) noexcept {
   s.submit_to(index, j);
 }
-inline std::size_t detail::pool_access::choose_worker(pool &s) noexcept {
-  return s.choose_worker();
-}
-inline core::observer *detail::pool_access::exchange_observer(pool &s, core::observer *o) noexcept {
+inline std::size_t pool_access::choose_worker(pool &s) noexcept { return s.choose_worker(); }
+inline core::observer *pool_access::exchange_observer(pool &s, core::observer *o) noexcept {
   return s.exchange_observer(o);
 }
-inline bool detail::pool_access::replace_observer(pool &s, core::observer *expected,
-                                                  core::observer *o) noexcept {
+inline bool pool_access::replace_observer(pool &s, core::observer *expected,
+                                          core::observer *o) noexcept {
   return s.replace_observer(expected, o);
 }
+} // namespace detail
+#endif
 
 /// A pool whose idle workers keep looking for work.
 class busy_pool : public pool {
