@@ -268,6 +268,11 @@ task<void> truncated_among_others(bool late) {
   }
   EXPECT_TRUE(threw);
   EXPECT_NE(recvs[1], MPI_REQUEST_NULL); // not complete: left pending for the caller
+  // Tag 63 goes out only when every rank's wait_all has failed: sent sooner, it could complete
+  // the other rank's recvs[1] before that rank's scan met the truncation.
+  MPI_Request barrier = MPI_REQUEST_NULL;
+  MPI_Ibarrier(comm, &barrier);
+  co_await mpi::wait(barrier);
   co_await mpi::isend(4, to, 63, comm);
   if (recvs[0] != MPI_REQUEST_NULL) { // MPI may keep a failed request: ours to free
     MPI_Request_free(&recvs[0]);
