@@ -30,7 +30,7 @@ enum class event : std::uint8_t {
   resume,       ///< a suspended task resumes on this worker (last child at its join, or woken)
   join_suspend, ///< a task's join found children still running: the task left this worker
   park,         ///< a task suspended on something else (resume_on, a mutex, a future, a timer)
-  strand_end,   ///< the worker is back in its scheduler loop: nothing of a task is running
+  strand_end,   ///< a root has ended, or the worker is back in its scheduler loop: no task runs
   sleep,        ///< the worker goes to sleep (lazy pools)
   wake,         ///< the worker woke up
   join,         ///< a task's join returns on this worker (every child since the last join is done)

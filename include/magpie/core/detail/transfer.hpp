@@ -107,6 +107,15 @@ MAGPIE_NOINLINE inline void settle_before_destroy(frame_base *f, context *ctx) n
   }
 }
 
+/// A root's end, out of line: the worker's strand ends here (observed before the anchor learns of
+/// it: its waiter may return at once, and an event recorded after that would be stamped late by
+/// any preemption in between), then the anchor completes.
+MAGPIE_NOINLINE inline void complete_root(context *ctx, frame_base *parent) noexcept {
+  ctx->observe(event::strand_end);
+  auto *block = static_cast<root_block *>(parent);
+  block->m_on_complete(block);
+}
+
 /// Where a finished task goes next, once its frame is gone: its parent (a call's, at once; a
 /// fork's, if the continuation is still in our deque, else through the join), or, for a root,
 /// the anchor's completion.
@@ -126,8 +135,7 @@ MAGPIE_FORCEINLINE std::coroutine_handle<> transfer_to_parent(context *ctx, fram
   case frame_kind::root:
     break;
   }
-  auto *block = static_cast<root_block *>(parent);
-  block->m_on_complete(block);
+  complete_root(ctx, parent);
   return std::noop_coroutine();
 }
 
