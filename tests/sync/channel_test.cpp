@@ -807,6 +807,35 @@ TEST_P(channel_test, the_last_two_senders_racing_a_receiver_lose_no_value) {
   }
 }
 
+// Every primitive a task may keep as a local is aligned no more than a task's frame is
+// (stacklet::alignment, 16): an over-aligned one would be under-aligned there under GCC,
+// undefined behaviour that UBSan reports.
+static_assert(magpie::core::stacklet::alignment <= alignof(std::max_align_t));
+template <typename... Ts>
+constexpr bool fit_a_frame = ((alignof(Ts) <= magpie::core::stacklet::alignment) && ...);
+static_assert(
+    fit_a_frame<channel<long>, channel<tracked>, magpie::mutex, magpie::shared_mutex,
+                magpie::semaphore, magpie::condition_variable, magpie::event, latch,
+                magpie::barrier<>, magpie::counter, magpie::task_group, magpie::future<long>>);
+
+task<long> channel_in_the_frame(std::size_t capacity) {
+  channel<long> ch(capacity); // a local: lives in this task's frame
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(&ch) % alignof(channel<long>), 0u);
+  if (capacity != 0) {
+    EXPECT_TRUE(co_await ch.send(41));
+    auto v = co_await ch.receive();
+    co_return v.value_or(0) + 1;
+  }
+  co_return 42;
+}
+
+TEST(channel, a_task_local_channel_is_aligned_and_works) {
+  magpie::lazy_pool pool(1);
+  for (std::size_t capacity : {std::size_t{0}, std::size_t{1}, std::size_t{64}}) {
+    EXPECT_EQ(magpie::sync_wait(pool, channel_in_the_frame, capacity), 42);
+  }
+}
+
 std::string channel_param_name(
     ::testing::TestParamInfo<std::tuple<magpie::test::sched_param, std::size_t>> const &info) {
   return to_string(std::get<0>(info.param)) + "_cap" + std::to_string(std::get<1>(info.param));

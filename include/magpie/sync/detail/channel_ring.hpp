@@ -22,6 +22,13 @@
 
 namespace magpie::sync::detail {
 
+/// 64 bytes of padding: the members before it and after it lie on different cache lines whatever
+/// the object's alignment (alignas(64) would raise the alignment of every class holding it above
+/// what a task's frame guarantees).
+struct line_gap {
+  unsigned char bytes[64];
+};
+
 /// The ring of a channel of `T` with `capacity` cells (0: none, only the closed bit). push and pop
 /// may be called concurrently from any thread; close from one holding the channel's lock.
 template <typename T>
@@ -193,10 +200,14 @@ private:
   std::size_t const m_capacity;
   std::size_t const m_mask; ///< capacity − 1 if it is a power of two, else 0 (use %)
   cell *const m_cells;      ///< null for a rendezvous channel
+  // The two ends live on lines of their own, kept apart by padding rather than alignas(64): a
+  // channel is often a task's local, and a task's frame is aligned only as alignof(max_align_t).
+  line_gap m_gap_tail;
   /// The next position a send claims, shifted left by one, | closed_bit once closed.
-  alignas(64) std::atomic<std::uint64_t> m_tail{0};
+  std::atomic<std::uint64_t> m_tail{0};
+  line_gap m_gap_head;
   /// The next position a receive claims.
-  alignas(64) std::atomic<std::uint64_t> m_head{0};
+  std::atomic<std::uint64_t> m_head{0};
 };
 
 } // namespace magpie::sync::detail

@@ -29,7 +29,8 @@ struct channel_state {
   /// Waiters queued (or registering) on each side of a buffered channel: written under the lock,
   /// read by the fast paths after their fence. Apart from the ring's two ends so that reading
   /// them is cheap. A rendezvous channel does not count them.
-  alignas(64) std::atomic<std::uint32_t> m_waiting_senders{0};
+  line_gap m_gap; // (padding, not alignas: see channel_ring's ends)
+  std::atomic<std::uint32_t> m_waiting_senders{0};
   std::atomic<std::uint32_t> m_waiting_receivers{0}; ///< see m_waiting_senders
   /// The spin budgets of a send that finds the ring full and of a receive that finds it empty,
   /// on the same read-mostly line.
