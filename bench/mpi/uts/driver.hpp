@@ -259,7 +259,8 @@ int measure(options const &o, char const *version, RunRep &&run_rep) {
   line += ",\"expected\":" + std::to_string(t.nodes);
   line += std::string(",\"ok\":") + (ok ? "true" : "false") + ",\"peak_rss_kb\":[";
   for (std::size_t i = 0; i < rss_all.size(); ++i) {
-    line += (i == 0 ? "" : ",") + std::to_string(rss_all[i]);
+    line += i == 0 ? "" : ",";
+    line += std::to_string(rss_all[i]);
   }
   line += "],\"steals\":" + std::to_string(steals) + "}";
   std::printf("%s\n", line.c_str());
