@@ -4,7 +4,7 @@
 // oneTBB). The algorithm and its termination argument: rank_state.hpp.
 //
 //   mpirun -np N mpi_uts_<version> --size NAME [--workers W] [--reps R] [--warmup K]
-//          [--batch NODES] [--levels L]
+//          [--batch NODES] [--levels L] [--capacity NODES]
 //
 // Rank 0 prints one human-readable line per repetition, then exactly one final line
 //   RESULT {"problem":"uts","size":…,"version":…,"ranks":…,"workers":…,"seconds":[…],
@@ -47,7 +47,8 @@ struct options {
 [[noreturn]] inline void usage(char const *argv0, char const *why) {
   std::fprintf(stderr,
                "%s: %s\nusage: mpirun -np N %s --size NAME [--workers W] [--reps R] [--warmup K] "
-               "[--batch NODES] [--levels L]\n  sizes with a reference: T1-d7, T1, T3L, T3, "
+               "[--batch NODES] [--levels L] [--capacity NODES]\n  sizes with a reference: T1-d7, "
+               "T1, T3L, T3, "
                "T1L-paper, T3L-paper, … (bench/uts/problem.hpp)\n",
                argv0, why, argv0);
   std::exit(2);
@@ -73,14 +74,17 @@ inline options parse(int argc, char **argv) {
       o.run.batch_nodes = static_cast<std::size_t>(std::atol(v));
     } else if (a == "--levels") {
       o.run.batch_levels = std::atoi(v);
+    } else if (a == "--capacity") {
+      o.run.pool_capacity = static_cast<std::size_t>(std::atol(v));
     } else {
       usage(argv[0], "unknown option");
     }
   }
   if (o.workers < 1 || o.reps < 1 || o.warmup < 0 || o.run.batch_nodes < 1 ||
-      o.run.batch_levels < 1) {
-    usage(argv[0], "--workers, --reps, --batch and --levels must be at least 1");
+      o.run.batch_levels < 1 || o.run.pool_capacity < 1) {
+    usage(argv[0], "--workers, --reps, --batch, --levels and --capacity must be at least 1");
   }
+  o.run.max_share = std::min(o.run.max_share, o.run.pool_capacity); // a reply always fits
   if (uts::find(o.size).nodes == 0) {
     usage(argv[0], "this size has no reference answer to check against");
   }

@@ -4,13 +4,17 @@
 //     (magpie::mpi::irecv from any rank) and answers it — a thief's request with a share of the
 //     pool, a token by passing it on when the rank is passive — while the explorer's batch runs
 //     on the other workers: a thief waits for the victim's MPI progress, not for its batch to end
-//     (on a one-worker pool the server runs when the worker next looks for work);
+//     (a one-worker pool runs one strand at a time: there the explorer steps aside after a batch
+//     in which the poller completed a request — resubmitted the server — with a 20 µs sleep, whose
+//     wake-up queues it behind the server);
 //   - the explorer task runs the batches (fork per node, as in bench/uts) and, when the pool is
 //     empty, sends a steal request and awaits the reply: its worker runs other tasks meanwhile.
 // MPI_THREAD_MULTIPLE (magpie::mpi::environment): tasks start operations on any worker, and
 // magpie's poller tests them.
 #include <mpi.h>
 
+#include <chrono>
+#include <cstdint>
 #include <vector>
 
 #include "magpie/magpie.hpp"
@@ -24,6 +28,7 @@ namespace mpi = magpie::mpi;
 struct context {
   uts::tree const *tree;
   mpi_uts::rank_state *state;
+  magpie::sched::pool *pool;
 };
 
 magpie::task<uts::result> visit(context const *c, uts::node const *n, int levels) {
@@ -82,6 +87,7 @@ magpie::task<uts::result> explore(context const *c) {
   std::vector<uts::node> batch;
   std::vector<uts::result> rs;
   std::vector<uts::node> reply(s.parameters().max_share);
+  std::uint64_t completions = mpi::poller_statistics().completions;
   for (;;) {
     if (s.take_batch(batch)) {
       rs.assign(batch.size(), {});
@@ -94,6 +100,15 @@ magpie::task<uts::result> explore(context const *c) {
         total.add(r);
       }
       s.end_batch();
+      if (c->pool->size() == 1) {
+        // One worker runs one strand at a time: if the poller has resubmitted the server (the
+        // only task that waits while the explorer runs), step aside behind it.
+        std::uint64_t const seen = mpi::poller_statistics().completions;
+        if (seen != completions) {
+          completions = seen;
+          co_await magpie::sleep_for(std::chrono::microseconds(20));
+        }
+      }
       continue;
     }
     co_await magpie::call(perform, c, s.advance_token());
@@ -132,7 +147,7 @@ int main(int argc, char **argv) {
     po.callers_run_roots = false; // W workers run the rank, as W threads do in the peers
     magpie::lazy_pool pool(po);
     status = mpi_uts::measure(o, "magpie", [&](mpi_uts::rank_state &s) {
-      context const c{&t, &s};
+      context const c{&t, &s, &pool};
       auto server = magpie::spawn(pool, serve, &c);
       uts::result const r = magpie::sync_wait(pool, explore, &c);
       server.get();

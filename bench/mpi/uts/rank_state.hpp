@@ -19,17 +19,23 @@
 //
 // Termination: Safra's algorithm (Dijkstra, EWD 998: "Shmuel Safra's version of termination
 // detection"), on a ring 0 → 1 → … → N−1 → 0. The *basic* messages are the non-empty steal
-// replies, the only messages that make a passive rank active; requests, empty replies and the
-// token are control messages. Each rank keeps c = basic messages sent − received and a colour,
-// turned black when it receives a basic message. Rank 0, passive, starts a probe with a white
-// token carrying q = 0; rank i ≠ 0, passive, forwards it with q += c_i, blackened if i is black,
-// and whitens itself; rank 0, passive, with the token back: if the token and rank 0 are white and
-// q + c_0 = 0, every rank is passive and no basic message is in flight (EWD 998's invariant: the
-// token's q counts the messages sent minus received by the ranks it visited; a rank it visited
-// that was reactivated since must have received a message, sent by a rank that was active; that
-// receipt either leaves the sum ≠ 0 or blackens a rank the token has yet to visit or the token
-// itself), so no rank can ever become active again: rank 0 sends DONE to the others. Only a
-// rank with work sends work (take_share is empty on an empty pool), as the algorithm requires.
+// replies, the only messages that make a passive rank active; requests, empty replies, the token
+// and DONE are control messages. Only an active rank sends a basic message (take_share is empty
+// on an empty pool, and a rank with a non-empty pool or a running batch is active). Each rank
+// keeps c = basic messages sent − received, and a colour, black from the receipt of a basic
+// message until it next passes the token. Rank 0, passive, starts a probe: a white token with
+// q = 0. Rank i ≠ 0 holds the token until it is passive, then passes it on with q += c_i,
+// blackened if i is black, and whitens itself. Rank 0, passive, with the token back, ends the
+// run if it and the token are white and q + c_0 = 0; else it starts a new probe. Why that is
+// safe (EWD 998): Σ c_i is the number of basic messages in flight, and while a probe is out, one
+// of these holds: (a) every rank the token has visited is passive and q = Σ of their c_i;
+// (b) Σ of the unvisited ranks' c_i + q > 0; (c) an unvisited rank is black; (d) the token is
+// black. (a) is broken only when a visited rank receives a basic message; that message was in
+// flight, so Σ c_i > 0, which with (a) is (b); a receipt by a visited rank leaves (b) as it was;
+// one by an unvisited rank may falsify (b) but blackens it (c), and the token, passing it, turns
+// black (d); a send only raises a c_i. With the token back at a
+// white rank 0, white, and q + c_0 = 0, (b)–(d) are false, so (a) holds for every rank: all are
+// passive and nothing is in flight, and no rank can become active again. Rank 0 sends DONE.
 // Then each rank waits for the reply to its last request and enters MPI_Ibarrier, answering
 // requests ("no work") until it completes: no message of the run is left in flight, and the next
 // repetition starts clean.
