@@ -100,7 +100,7 @@ inline void check(int rc, char const *what) {
   }
 }
 
-/// Sends a control message of `kind` (blocking: it is small, so eager).
+/// Sends a control message (blocking, but small enough to go eagerly).
 inline void send_control(control m, int to) {
   check(MPI_Send(&m, sizeof m, MPI_BYTE, to, tag_control, MPI_COMM_WORLD), "MPI_Send");
 }

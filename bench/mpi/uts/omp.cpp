@@ -1,7 +1,9 @@
 // Distributed UTS — MPI + OpenMP tasks. The rank loop (mpi/uts/driver.hpp) makes every MPI call
 // on the main thread between batches (MPI_THREAD_FUNNELED): a thief's request waits for the end
-// of the victim's batch. A batch is one parallel region whose `single` thread makes a task per
-// batch node; a node makes a task per child (the last inline) and taskwaits, as in bench/uts.
+// of the victim's batch. A repetition is one parallel region whose master thread runs the rank
+// loop; a batch is a task per batch node, then a taskwait; a node makes a task per child (the last
+// inline) and taskwaits, as in bench/uts. (A region per batch costs the other threads' wake-up at
+// every batch: with more threads than cores, a time slice each, seconds per run.)
 #include <mpi.h>
 
 #include <vector>
@@ -37,23 +39,25 @@ int main(int argc, char **argv) {
   omp_set_dynamic(0);
   int const workers = static_cast<int>(o.workers);
   int const status = mpi_uts::measure(o, "omp", [&](mpi_uts::rank_state &s) {
-    return mpi_uts::run_funneled(s, [&](std::span<uts::node const> batch) {
-      std::vector<uts::result> rs(batch.size());
+    uts::result mine;
+    // One team per repetition: the master thread (MPI's main thread) runs the rank loop and makes
+    // the batches' tasks; the others wait at the region's end barrier, running those tasks.
 #pragma omp parallel num_threads(workers)
-#pragma omp single
-      {
-        for (std::size_t i = 0; i < batch.size(); ++i) {
+#pragma omp master
+    mine = mpi_uts::run_funneled(s, [&](std::span<uts::node const> batch) {
+      std::vector<uts::result> rs(batch.size());
+      for (std::size_t i = 0; i < batch.size(); ++i) {
 #pragma omp task shared(t, s, batch, rs) firstprivate(i)
-          rs[i] = visit(t, s, batch[i], s.parameters().batch_levels);
-        }
-#pragma omp taskwait
+        rs[i] = visit(t, s, batch[i], s.parameters().batch_levels);
       }
+#pragma omp taskwait
       uts::result sum;
       for (auto const &r : rs) {
         sum.add(r);
       }
       return sum;
     });
+    return mine;
   });
   MPI_Finalize();
   return status;

@@ -41,8 +41,9 @@ int main(int argc, char **argv) {
     bo.workers = o.workers;
     bench::tbb_runtime rt(bo); // destroyed (its threads stopped) before MPI_Finalize
     status = mpi_uts::measure(o, "tbb", [&](mpi_uts::rank_state &s) {
-      return mpi_uts::run_funneled(s, [&](std::span<uts::node const> batch) {
-        return rt.run([&] {
+      // One arena entry per repetition: the main thread (MPI's) runs the rank loop inside it.
+      return rt.run([&] {
+        return mpi_uts::run_funneled(s, [&](std::span<uts::node const> batch) {
           std::vector<uts::result> rs(batch.size());
           tbb::task_group g;
           for (std::size_t i = 0; i < batch.size(); ++i) {
