@@ -96,9 +96,7 @@ magpie::task<uts::result> explore(context const *c) {
       }
       co_await magpie::call(&rs.back(), visit, c, &batch.back(), levels);
       co_await magpie::join();
-      for (auto const &r : rs) {
-        total.add(r);
-      }
+      total.add(mpi_uts::sum(rs));
       s.end_batch();
       if (c->pool->size() == 1) {
         // One worker runs one strand at a time: if the poller has resubmitted the server (the

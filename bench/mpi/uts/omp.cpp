@@ -51,11 +51,7 @@ int main(int argc, char **argv) {
         rs[i] = visit(t, s, batch[i], s.parameters().batch_levels);
       }
 #pragma omp taskwait
-      uts::result sum;
-      for (auto const &r : rs) {
-        sum.add(r);
-      }
-      return sum;
+      return mpi_uts::sum(rs);
     });
     return mine;
   });

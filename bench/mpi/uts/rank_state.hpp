@@ -265,6 +265,15 @@ inline int expand(uts::tree const &t, uts::node const &n, int levels, rank_state
   return s.try_push(kids) ? 0 : s.parameters().batch_levels;
 }
 
+/// The sum of a batch's results.
+inline uts::result sum(std::span<uts::result const> rs) {
+  uts::result out;
+  for (auto const &r : rs) {
+    out.add(r);
+  }
+  return out;
+}
+
 /// The result of a visited node once its visited children's results are in `kids`.
 inline uts::result finish(uts::node const &n, std::vector<uts::slot> const &kids) {
   return kids.empty() ? uts::leaf(n) : uts::combine(n, kids);

@@ -50,11 +50,7 @@ int main(int argc, char **argv) {
             g.run([&, i] { rs[i] = visit(t, s, batch[i], s.parameters().batch_levels); });
           }
           g.wait();
-          uts::result sum;
-          for (auto const &r : rs) {
-            sum.add(r);
-          }
-          return sum;
+          return mpi_uts::sum(rs);
         });
       });
     });
