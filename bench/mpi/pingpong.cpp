@@ -41,6 +41,7 @@
 
 #include <sys/resource.h>
 
+#include "fib/magpie_task.hpp"
 #include "magpie/magpie.hpp"
 #include "magpie/mpi.hpp"
 
@@ -190,19 +191,6 @@ magpie::task<void> answer(int rounds) {
   }
 }
 
-/// The load: plain fork–join, every call a task.
-magpie::task<long> fib(int n) {
-  if (n < 2) {
-    co_return n;
-  }
-  long a = 0;
-  long b = 0;
-  co_await magpie::fork(&a, fib, n - 1);
-  co_await magpie::call(&b, fib, n - 2);
-  co_await magpie::join();
-  co_return a + b;
-}
-
 /// Rank 1's side: answers `rounds` pings on `pool`, idle or (`busy`) while two plain threads keep
 /// fib(22) roots queued on it. Returns the mean seconds of one root (0 when idle).
 double answer_pings(magpie::pool &pool, int rounds, bool busy, bool *ok) {
@@ -211,7 +199,7 @@ double answer_pings(magpie::pool &pool, int rounds, bool busy, bool *ok) {
   std::atomic<bool> right{true};
   auto load = [&] {
     while (!done.load(std::memory_order_relaxed)) {
-      right.store(right.load() && magpie::sync_wait(pool, fib, 22) == 17711);
+      right.store(right.load() && magpie::sync_wait(pool, fib_problem::magpie_fib, 22) == 17711);
       roots.fetch_add(1, std::memory_order_relaxed);
     }
   };

@@ -21,13 +21,11 @@ using summa_problem::distributed;
 magpie::task<void> product(block x) {
   block first{};
   block second{};
-  if (!summa_problem::split(x, &first, &second)) {
-    summa_problem::leaf(x);
-    co_return;
+  if (summa_problem::split_or_compute(x, &first, &second)) {
+    co_await magpie::fork(product, first);
+    co_await magpie::call(product, second);
+    co_await magpie::join();
   }
-  co_await magpie::fork(product, first);
-  co_await magpie::call(product, second);
-  co_await magpie::join();
 }
 
 /// Starts the broadcasts of panel k and waits for them without holding a worker.

@@ -79,10 +79,25 @@ struct block {
   std::size_t rows, cols, depth, ld;
 };
 
+/// A leaf: base-case blocks over the leaf's part of C and the whole panel depth.
+inline void leaf(block const &x) {
+  std::size_t const s = matmul_problem::base;
+  for (std::size_t i = 0; i < x.rows; i += s) {
+    for (std::size_t j = 0; j < x.cols; j += s) {
+      for (std::size_t k = 0; k < x.depth; k += s) {
+        matmul_problem::base_case(x.a + i * x.ld + k, x.b + k * x.ld + j, x.c + i * x.ld + j, x.ld,
+                                  true);
+      }
+    }
+  }
+}
+
 /// Splits `x` into two halves of C (the longer side, at a multiple of the base case) and returns
-/// true, or returns false if `x` is a leaf (at most tile × tile).
-inline bool split(block const &x, block *first, block *second) {
+/// true; or, if `x` is a leaf (at most tile × tile), computes it here and returns false. A
+/// version forks the product of one half and calls the other's.
+inline bool split_or_compute(block const &x, block *first, block *second) {
   if (x.rows <= tile && x.cols <= tile) {
+    leaf(x);
     return false;
   }
   *first = x;
@@ -101,19 +116,6 @@ inline bool split(block const &x, block *first, block *second) {
     second->c += h;
   }
   return true;
-}
-
-/// A leaf: base-case blocks over the leaf's part of C and the whole panel depth.
-inline void leaf(block const &x) {
-  std::size_t const s = matmul_problem::base;
-  for (std::size_t i = 0; i < x.rows; i += s) {
-    for (std::size_t j = 0; j < x.cols; j += s) {
-      for (std::size_t k = 0; k < x.depth; k += s) {
-        matmul_problem::base_case(x.a + i * x.ld + k, x.b + k * x.ld + j, x.c + i * x.ld + j, x.ld,
-                                  true);
-      }
-    }
-  }
 }
 
 /// One rank's share of the problem: its place on the grid, its blocks and the panel buffers.
@@ -259,6 +261,37 @@ private:
   std::unique_ptr<float[]> m_a, m_b, m_c;
   std::unique_ptr<float[]> m_a_buf[2], m_b_buf[2]; ///< panels received, k % 2
 };
+
+/// MPI for the peers, whose MPI calls all come from the main thread outside parallel regions:
+/// MPI_Init_thread(MPI_THREAD_FUNNELED) here, MPI_Finalize when it goes (after the runtime).
+struct funneled_mpi {
+  funneled_mpi(int &argc, char **&argv) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  }
+  funneled_mpi(funneled_mpi const &) = delete;
+  funneled_mpi &operator=(funneled_mpi const &) = delete;
+  ~funneled_mpi() { MPI_Finalize(); }
+};
+
+/// One multiplication as the peers do it (their threads block on MPI): the calling thread posts
+/// panel k+1's broadcasts, runs `compute(d.product(k))` (the runtime's parallel region), then
+/// MPI_Waitall's them. MPI progresses the broadcasts when it is called: here, at the wait.
+template <typename Compute>
+void multiply_then_wait(distributed &d, Compute &&compute) {
+  MPI_Request next[2];
+  d.post(0, next);
+  MPI_Waitall(2, next, MPI_STATUSES_IGNORE);
+  for (int k = 0; k < d.panels(); ++k) {
+    if (k + 1 < d.panels()) {
+      d.post(k + 1, next);
+    }
+    compute(d.product(k));
+    if (k + 1 < d.panels()) {
+      MPI_Waitall(2, next, MPI_STATUSES_IGNORE);
+    }
+  }
+}
 
 inline std::string json_numbers(std::vector<double> const &v, char const *format) {
   std::string out = "[";

@@ -17,42 +17,21 @@ using summa_problem::distributed;
 void product(block x) {
   block first{};
   block second{};
-  if (!summa_problem::split(x, &first, &second)) {
-    summa_problem::leaf(x);
-    return;
-  }
-  tbb::task_group g;
-  g.run([first] { product(first); });
-  product(second);
-  g.wait();
-}
-
-void multiply(bench::tbb_runtime &rt, distributed &d) {
-  MPI_Request next[2];
-  d.post(0, next);
-  MPI_Waitall(2, next, MPI_STATUSES_IGNORE);
-  for (int k = 0; k < d.panels(); ++k) {
-    if (k + 1 < d.panels()) {
-      d.post(k + 1, next);
-    }
-    rt.run([&] { product(d.product(k)); });
-    if (k + 1 < d.panels()) {
-      MPI_Waitall(2, next, MPI_STATUSES_IGNORE);
-    }
+  if (summa_problem::split_or_compute(x, &first, &second)) {
+    tbb::task_group g;
+    g.run([first] { product(first); });
+    product(second);
+    g.wait();
   }
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  summa_problem::funneled_mpi mpi(argc, argv);
   auto const o = bench::parse_options(argc, argv);
-  int status = 1;
-  {
-    bench::tbb_runtime rt(o);
-    status = summa_problem::run(o, "tbb", [&](distributed &d) { multiply(rt, d); });
-  }
-  MPI_Finalize();
-  return status;
+  bench::tbb_runtime rt(o);
+  return summa_problem::run(o, "tbb", [&](distributed &d) {
+    summa_problem::multiply_then_wait(d, [&](block x) { rt.run([&] { product(x); }); });
+  });
 }
