@@ -13,9 +13,10 @@
 // sum is an integer below 2^24: the float result is exact in any order and is checked bit for bit.
 //
 // Algorithm: for each panel k of `panel` columns of A (rows of B), the rank column that owns the
-// columns broadcasts them along each process row (MPI_Ibcast on the row communicator; a strided
-// MPI datatype, straight from the owner's block), the rank row that owns the rows of B broadcasts
-// them along each process column, and every rank does C_local += A_panel · B_panel. The panels
+// columns broadcasts them along each process row (MPI_Ibcast on the row communicator), the rank
+// row that owns the rows of B broadcasts them along each process column (strided MPI datatypes,
+// straight from the owners' blocks: no packing), and every rank does C_local += A_panel ·
+// B_panel. The panels
 // go to two alternating buffers, so the broadcasts of panel k+1 are posted before the product of
 // panel k starts (double buffering) and are complete before panel k+1's product.
 //
@@ -144,29 +145,37 @@ public:
     }
     MPI_Comm_split(world, m_row, m_col, &m_row_comm); // rank in it = m_col
     MPI_Comm_split(world, m_col, m_row, &m_col_comm); // rank in it = m_row
-    // A's panel: mb rows of `panel` floats, row stride nb (in a block or in a buffer alike).
-    MPI_Type_vector(static_cast<int>(m_mb), static_cast<int>(z.panel), static_cast<int>(m_nb),
+    // Rows are padded by one base block: a power-of-two row stride would map a base case's 16
+    // rows of B to a few cache sets, and the one-rank baseline (the longest rows) would pay most.
+    m_ld = m_nb + b;
+    // The panels, in a block or in a buffer alike: A's is mb rows of `panel` floats, B's `panel`
+    // rows of nb floats, both with row stride ld.
+    MPI_Type_vector(static_cast<int>(m_mb), static_cast<int>(z.panel), static_cast<int>(m_ld),
                     MPI_FLOAT, &m_a_panel_type);
     MPI_Type_commit(&m_a_panel_type);
-    std::size_t const cells = m_mb * m_nb;
+    MPI_Type_vector(static_cast<int>(z.panel), static_cast<int>(m_nb), static_cast<int>(m_ld),
+                    MPI_FLOAT, &m_b_panel_type);
+    MPI_Type_commit(&m_b_panel_type);
+    std::size_t const cells = m_mb * m_ld;
     m_a.reset(new float[cells]);
     m_b.reset(new float[cells]);
     m_c.reset(new float[cells]);
     for (std::size_t i = 0; i < m_mb; ++i) {
       for (std::size_t j = 0; j < m_nb; ++j) {
-        m_a[i * m_nb + j] = static_cast<float>(matmul_problem::a_at(z.n, row0() + i, col0() + j));
-        m_b[i * m_nb + j] = static_cast<float>(matmul_problem::b_at(z.n, row0() + i, col0() + j));
+        m_a[i * m_ld + j] = static_cast<float>(matmul_problem::a_at(z.n, row0() + i, col0() + j));
+        m_b[i * m_ld + j] = static_cast<float>(matmul_problem::b_at(z.n, row0() + i, col0() + j));
       }
     }
     for (int s = 0; s < 2; ++s) { // touched only on ranks that receive panels
-      m_a_buf[s].reset(new float[m_mb * m_nb]);
-      m_b_buf[s].reset(new float[z.panel * m_nb]);
+      m_a_buf[s].reset(new float[m_mb * m_ld]);
+      m_b_buf[s].reset(new float[z.panel * m_ld]);
     }
   }
   distributed(distributed const &) = delete;
   distributed &operator=(distributed const &) = delete;
   ~distributed() {
     MPI_Type_free(&m_a_panel_type);
+    MPI_Type_free(&m_b_panel_type);
     MPI_Comm_free(&m_row_comm);
     MPI_Comm_free(&m_col_comm);
   }
@@ -185,9 +194,9 @@ public:
     int const a_root = static_cast<int>(first / m_nb);
     int const b_root = static_cast<int>(first / m_mb);
     float *a = a_root == m_col ? m_a.get() + first % m_nb : m_a_buf[k % 2].get();
-    float *b = b_root == m_row ? m_b.get() + first % m_mb * m_nb : m_b_buf[k % 2].get();
+    float *b = b_root == m_row ? m_b.get() + first % m_mb * m_ld : m_b_buf[k % 2].get();
     MPI_Ibcast(a, 1, m_a_panel_type, a_root, m_row_comm, &r[0]);
-    MPI_Ibcast(b, static_cast<int>(m_z.panel * m_nb), MPI_FLOAT, b_root, m_col_comm, &r[1]);
+    MPI_Ibcast(b, 1, m_b_panel_type, b_root, m_col_comm, &r[1]);
   }
 
   /// The product of panel k (its broadcasts complete) as one block of work.
@@ -196,12 +205,12 @@ public:
     bool const a_mine = static_cast<int>(first / m_nb) == m_col;
     bool const b_mine = static_cast<int>(first / m_mb) == m_row;
     float const *a = a_mine ? m_a.get() + first % m_nb : m_a_buf[k % 2].get();
-    float const *b = b_mine ? m_b.get() + first % m_mb * m_nb : m_b_buf[k % 2].get();
-    return {a, b, m_c.get(), m_mb, m_nb, m_z.panel, m_nb};
+    float const *b = b_mine ? m_b.get() + first % m_mb * m_ld : m_b_buf[k % 2].get();
+    return {a, b, m_c.get(), m_mb, m_nb, m_z.panel, m_ld};
   }
 
   /// Zeroes C before a repetition (every panel adds to it).
-  void clear() { std::fill(m_c.get(), m_c.get() + m_mb * m_nb, 0.0f); }
+  void clear() { std::fill(m_c.get(), m_c.get() + m_mb * m_ld, 0.0f); }
 
   /// This rank's part of the check: {sum of the block of C, its exact value, sampled entries
   /// that differ}. All integers, exact in a double (n = 4096: sums below 2^40).
@@ -211,8 +220,10 @@ public:
   part check() const {
     std::size_t const n = m_z.n;
     double sum = 0;
-    for (std::size_t i = 0; i < m_mb * m_nb; ++i) {
-      sum += m_c[i];
+    for (std::size_t i = 0; i < m_mb; ++i) {
+      for (std::size_t j = 0; j < m_nb; ++j) {
+        sum += m_c[i * m_ld + j];
+      }
     }
     std::int64_t want = 0;
     for (std::size_t k = 0; k < n; ++k) {
@@ -242,7 +253,7 @@ public:
       for (std::size_t k = 0; k < n; ++k) {
         dot += matmul_problem::a_at(n, row0() + i, k) * matmul_problem::b_at(n, k, col0() + j);
       }
-      if (m_c[i * m_nb + j] != static_cast<float>(dot)) {
+      if (m_c[i * m_ld + j] != static_cast<float>(dot)) {
         bad += 1;
       }
     }
@@ -255,9 +266,10 @@ private:
 
   size m_z;
   int m_rank = 0, m_ranks = 1, m_rows = 1, m_cols = 1, m_row = 0, m_col = 0;
-  std::size_t m_mb = 0, m_nb = 0; ///< this rank's block: mb rows × nb columns, row stride nb
+  std::size_t m_mb = 0, m_nb = 0; ///< this rank's block: mb rows × nb columns
+  std::size_t m_ld = 0;           ///< the row stride of the blocks and the buffers
   MPI_Comm m_row_comm = MPI_COMM_NULL, m_col_comm = MPI_COMM_NULL;
-  MPI_Datatype m_a_panel_type = MPI_DATATYPE_NULL;
+  MPI_Datatype m_a_panel_type = MPI_DATATYPE_NULL, m_b_panel_type = MPI_DATATYPE_NULL;
   std::unique_ptr<float[]> m_a, m_b, m_c;
   std::unique_ptr<float[]> m_a_buf[2], m_b_buf[2]; ///< panels received, k % 2
 };
