@@ -11,12 +11,16 @@
 //   4. the latency a busy rank adds to a request's completion: rank 0 pings (blocking, one ping
 //      every 100 µs, so that rank 1's task has parked on its receive when the ping comes) and
 //      rank 1's task answers; rank 1's one-worker lazy_pool is idle, or saturated with
-//      fork–join work (two plain threads keep fib(22) roots queued on it). The task's resumption
-//      waits until the worker's current root ends (a worker takes resumed tasks when it returns
-//      to its queues, never in the middle of a fork–join tree), and the poller, quiet for
-//      longer than its 200 µs, tests only every millisecond or so: the busy round trip exceeds
-//      the idle one by up to a root's length plus that pause. Printed with the mean root length.
-// Every answer is checked (the partner returns the value plus one; fib(22) = 17,711).
+//      fork–join work (two plain threads keep fib(load_n) roots queued on it). The task's
+//      resumption waits until the worker's current root ends (a worker takes resumed tasks when it
+//      returns to its queues, never in the middle of a fork–join tree); and the poller must run
+//      to see the ping: where it shares a core with the busy worker, its yield between tests
+//      waits out the worker's time slice (2 cores shared by the 2 ranks: about 3 ms). So the
+//      busy round trip exceeds the idle one by up to a root's length plus, on a full machine,
+//      a time slice. Printed with the mean root length (gaps between roots included: a small
+//      load_n leaves the worker idle between roots, not saturated).
+// Every answer is checked (the partner returns the value plus one; each root's fib against a
+// serial one).
 //
 // The last line is `RESULT {json}`, with keys: "problem" ("mpi_pingpong"), "rounds", "repeats";
 // round trips in µs (medians): "blocking_us", "awaited_spin_us", "poller_lazy_us",
@@ -25,9 +29,10 @@
 // requests); the busy rank's figure: "busy_rank_rounds", "busy_rank_idle_us" and
 // "busy_rank_busy_us" (median round trip against an idle and a saturated rank 1),
 // "busy_rank_idle_p90_us", "busy_rank_busy_p90_us", "busy_rank_added_us" (busy − idle medians),
-// "busy_rank_root_us" (mean length of one load root on rank 1); and "ok" (every answer right).
+// "busy_rank_root_us" (mean length of one load root on rank 1), "busy_rank_load_n" (its fib's n);
+// and "ok" (every answer right).
 //
-//   mpiexec -n 2 bench/bin/mpi_pingpong [rounds=2000] [repeats=7] [idle_seconds=5]
+//   mpiexec -n 2 bench/bin/mpi_pingpong [rounds=2000] [repeats=7] [idle_seconds=5] [load_n=22]
 
 #include <algorithm>
 #include <atomic>
@@ -191,15 +196,18 @@ magpie::task<void> answer(int rounds) {
   }
 }
 
+long serial_fib(int n) { return n < 2 ? n : serial_fib(n - 1) + serial_fib(n - 2); }
+
 /// Rank 1's side: answers `rounds` pings on `pool`, idle or (`busy`) while two plain threads keep
-/// fib(22) roots queued on it. Returns the mean seconds of one root (0 when idle).
-double answer_pings(magpie::pool &pool, int rounds, bool busy, bool *ok) {
+/// fib(load_n) roots queued on it. Returns the mean seconds of one root (0 when idle).
+double answer_pings(magpie::pool &pool, int rounds, int load_n, bool busy, bool *ok) {
+  long const want = serial_fib(load_n);
   std::atomic<bool> done{false};
   std::atomic<long> roots{0};
   std::atomic<bool> right{true};
   auto load = [&] {
     while (!done.load(std::memory_order_relaxed)) {
-      right.store(right.load() && magpie::sync_wait(pool, fib_problem::magpie_fib, 22) == 17711);
+      right.store(right.load() && magpie::sync_wait(pool, fib_problem::magpie_fib, load_n) == want);
       roots.fetch_add(1, std::memory_order_relaxed);
     }
   };
@@ -239,6 +247,7 @@ int main(int argc, char **argv) {
   int const rounds = argc > 1 ? std::atoi(argv[1]) : 2000;
   int const repeats = argc > 2 ? std::atoi(argv[2]) : 7;
   double const idle = argc > 3 ? std::atof(argv[3]) : 5.0;
+  int const load_n = argc > 4 ? std::atoi(argv[4]) : 22;
   if (env.size() != 2) {
     if (env.rank() == 0) {
       std::fprintf(stderr, "mpi_pingpong: run on 2 ranks (mpiexec -n 2)\n");
@@ -317,7 +326,7 @@ int main(int argc, char **argv) {
         if (rank == 0) {
           ping(spaced, gap, loaded ? &rtt_busy : &rtt_idle, &ok);
         } else {
-          double const s = answer_pings(pool, spaced, loaded, &ok);
+          double const s = answer_pings(pool, spaced, load_n, loaded, &ok);
           root_s += loaded ? s / repeats : 0.0;
         }
       }
@@ -327,9 +336,10 @@ int main(int argc, char **argv) {
   if (rank == 0) {
     std::printf("round trip to a rank whose task answers (%d pings %.0f us apart, %d repeats; "
                 "rank 1 a one-worker lazy_pool): idle %.2f us (p90 %.2f), saturated with "
-                "fork-join roots of %.0f us %.2f us (p90 %.2f): the busy rank adds %.2f us\n",
+                "fork-join roots (fib(%d), %.0f us each) %.2f us (p90 %.2f): the busy rank adds "
+                "%.2f us\n",
                 spaced, static_cast<double>(gap.count()), repeats, median(rtt_idle) * 1e6,
-                percentile(rtt_idle, 0.9) * 1e6, root_s * 1e6, median(rtt_busy) * 1e6,
+                percentile(rtt_idle, 0.9) * 1e6, load_n, root_s * 1e6, median(rtt_busy) * 1e6,
                 percentile(rtt_busy, 0.9) * 1e6, (median(rtt_busy) - median(rtt_idle)) * 1e6);
   }
   int mine = ok ? 0 : 1;
@@ -343,12 +353,14 @@ int main(int argc, char **argv) {
         "\"idle_seconds\":%.4g,\"idle_cpu_seconds\":[%.4g,%.4g],\"testany_ns_per_request\":%s,"
         "\"testsome_ns_per_request\":%s,\"busy_rank_rounds\":%d,\"busy_rank_idle_us\":%.4g,"
         "\"busy_rank_busy_us\":%.4g,\"busy_rank_idle_p90_us\":%.4g,\"busy_rank_busy_p90_us\":%.4g,"
-        "\"busy_rank_added_us\":%.4g,\"busy_rank_root_us\":%.4g,\"ok\":%s}\n",
+        "\"busy_rank_added_us\":%.4g,\"busy_rank_root_us\":%.4g,\"busy_rank_load_n\":%d,\"ok\":%s}"
+        "\n",
         rounds, repeats, median(plain) * 1e6, median(spun) * 1e6, median(lazy) * 1e6,
         median(busy) * 1e6, idle, cpus[0], cpus[1], json_per_request(pending, per_any).c_str(),
         json_per_request(pending, per_some).c_str(), spaced * repeats, median(rtt_idle) * 1e6,
         median(rtt_busy) * 1e6, percentile(rtt_idle, 0.9) * 1e6, percentile(rtt_busy, 0.9) * 1e6,
-        (median(rtt_busy) - median(rtt_idle)) * 1e6, root_s * 1e6, any == 0 ? "true" : "false");
+        (median(rtt_busy) - median(rtt_idle)) * 1e6, root_s * 1e6, load_n,
+        any == 0 ? "true" : "false");
   }
   return any;
 }
