@@ -190,23 +190,19 @@ public:
   /// in the same order) into r[0] and r[1]. The owner sends from its own blocks; the others
   /// receive into buffer k % 2, which the product of panel k − 1 must no longer be reading.
   void post(int k, MPI_Request r[2]) {
-    std::size_t const first = static_cast<std::size_t>(k) * m_z.panel; // global column / row
-    int const a_root = static_cast<int>(first / m_nb);
-    int const b_root = static_cast<int>(first / m_mb);
-    float *a = a_root == m_col ? m_a.get() + first % m_nb : m_a_buf[k % 2].get();
-    float *b = b_root == m_row ? m_b.get() + first % m_mb * m_ld : m_b_buf[k % 2].get();
-    MPI_Ibcast(a, 1, m_a_panel_type, a_root, m_row_comm, &r[0]);
-    MPI_Ibcast(b, 1, m_b_panel_type, b_root, m_col_comm, &r[1]);
+    // magpie::mpi::environment sets MPI_ERRORS_RETURN (inherited by the split communicators):
+    // a broadcast that fails to start must not go unnoticed.
+    if (MPI_Ibcast(a_panel(k), 1, m_a_panel_type, a_owner(k), m_row_comm, &r[0]) != MPI_SUCCESS ||
+        MPI_Ibcast(b_panel(k), 1, m_b_panel_type, b_owner(k), m_col_comm, &r[1]) != MPI_SUCCESS) {
+      std::fprintf(stderr, "summa: rank %d could not start the broadcasts of panel %d\n", m_rank,
+                   k);
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
   }
 
   /// The product of panel k (its broadcasts complete) as one block of work.
   block product(int k) const {
-    std::size_t const first = static_cast<std::size_t>(k) * m_z.panel;
-    bool const a_mine = static_cast<int>(first / m_nb) == m_col;
-    bool const b_mine = static_cast<int>(first / m_mb) == m_row;
-    float const *a = a_mine ? m_a.get() + first % m_nb : m_a_buf[k % 2].get();
-    float const *b = b_mine ? m_b.get() + first % m_mb * m_ld : m_b_buf[k % 2].get();
-    return {a, b, m_c.get(), m_mb, m_nb, m_z.panel, m_ld};
+    return {a_panel(k), b_panel(k), m_c.get(), m_mb, m_nb, m_z.panel, m_ld};
   }
 
   /// Zeroes C before a repetition (every panel adds to it).
@@ -261,6 +257,23 @@ public:
   }
 
 private:
+  /// The rank in its process row (column) that owns panel k of A (of B).
+  int a_owner(int k) const noexcept {
+    return static_cast<int>(static_cast<std::size_t>(k) * m_z.panel / m_nb);
+  }
+  int b_owner(int k) const noexcept {
+    return static_cast<int>(static_cast<std::size_t>(k) * m_z.panel / m_mb);
+  }
+  /// Where panel k of A (of B) lies on this rank: in its own block if it owns it, else in the
+  /// buffer k % 2.
+  float *a_panel(int k) const noexcept {
+    std::size_t const first = static_cast<std::size_t>(k) * m_z.panel; // a global column
+    return a_owner(k) == m_col ? m_a.get() + first % m_nb : m_a_buf[k % 2].get();
+  }
+  float *b_panel(int k) const noexcept {
+    std::size_t const first = static_cast<std::size_t>(k) * m_z.panel; // a global row
+    return b_owner(k) == m_row ? m_b.get() + first % m_mb * m_ld : m_b_buf[k % 2].get();
+  }
   std::size_t row0() const noexcept { return static_cast<std::size_t>(m_row) * m_mb; }
   std::size_t col0() const noexcept { return static_cast<std::size_t>(m_col) * m_nb; }
 
