@@ -1,15 +1,15 @@
 #pragma once
 // magpie/sync/detail/timed.hpp — waits with a deadline in a primitive's waiter queue (Linux).
 //
-// A timed waiter is a `waiter` whose m_slot points at an `io::detail::timeout_node` beside it:
-// the node's m_claimed decides, by one exchange, who ends the wait — the primitive's side (a
-// release, or its destructor: under the primitive's lock) or the deadline's side (for a task, the
-// reactor, which then calls the node's m_expired on its thread; for a plain thread, the thread
-// itself once its own deadline has passed). The loser touches the waiter no more, except that a
-// primitive's side that loses leaves the waiter queued, untouched, and the deadline's side takes
-// it out under the primitive's lock (`take_out_expired`) before the wait returns; a primitive's
-// destructor waits until those are gone (`abandon_all_timed`). Protocol and proof sketch:
-// docs/protocols.md §9.8, "Timed waits"; model docs/models/timed_wait.pml.
+// A timed waiter is a `waiter` whose m_slot points at an `io::detail::timeout_node` beside it,
+// queued in a `timed_queue` (timed_queue.hpp: the claim, the count of timed waiters, the
+// destructor's wait_out_expiring — shared with the channel). For a task the deadline's side is
+// the reactor, which calls the node's m_expired on its thread; for a plain thread, the thread
+// itself once its own deadline has passed. A primitive's side that loses the claim leaves the
+// waiter queued, untouched, and the deadline's side takes it out under the primitive's lock
+// (`take_out_expired`) before the wait returns; a primitive's destructor waits until those are
+// gone (`abandon_all_timed`). Protocol and proof sketch: docs/protocols.md §9.8, "Timed waits";
+// model docs/models/timed_wait.pml.
 //
 // A primitive `P` with timed waits keeps a `timed_queue` and gives these (private; it befriends
 // `timed_access`):
@@ -35,6 +35,7 @@
 #  include "magpie/io/timer.hpp"
 #  include "magpie/sync/detail/blocking.hpp"
 #  include "magpie/sync/detail/lock_word.hpp"
+#  include "magpie/sync/detail/timed_queue.hpp"
 #  include "magpie/sync/detail/waiter.hpp"
 
 namespace magpie::sync::detail {
@@ -70,122 +71,6 @@ template <typename Rep, typename Period>
 timed_deadline deadline_for(std::chrono::duration<Rep, Period> d) {
   return {io::sleep_for(d).m_deadline,
           d <= d.zero() ? deadline_state::past : deadline_state::future};
-}
-
-/// The claim node of a queued timed waiter (its m_slot), or null for an untimed one.
-inline io::detail::timeout_node *timed_node(waiter &w) noexcept {
-  return w.m_has_deadline ? static_cast<io::detail::timeout_node *>(w.m_slot) : nullptr;
-}
-
-/// A primitive's FIFO of waiters, some of them timed. Every member: under the primitive's lock.
-class timed_queue {
-public:
-  bool empty() const noexcept { return m_waiters.empty(); }
-  std::size_t size() const noexcept { return m_waiters.size(); }
-  /// Queues an untimed waiter.
-  void push(waiter *w) noexcept { m_waiters.push(w); }
-  /// Queues an untimed waiter ahead of every other (a revoked heir: heir_queue.hpp).
-  void push_front(waiter *w) noexcept { m_waiters.push_front(w); }
-  /// The oldest waiter, still queued, or null.
-  waiter *front() const noexcept { return m_waiters.front(); }
-  /// The oldest waiter, unlinked, or null: only for a queue none of whose waiters is timed (a
-  /// primitive with timed waiters takes them with take() or take_until()).
-  waiter *pop() noexcept {
-    MAGPIE_ASSERT(m_timed == 0, "magpie: pop() from a queue with timed waiters");
-    return m_waiters.pop();
-  }
-
-  /// Queues a timed waiter and, for a task, arms its deadline (`arm`; null for a plain thread,
-  /// which keeps its own time): under the primitive's lock, so a deadline that fires at once
-  /// waits for that lock to take the waiter out (primitive → shard lock order). False, queuing
-  /// nothing, if the timer heap could not grow.
-  bool push_timed(waiter &w, io::detail::timeout_node *arm) noexcept {
-    MAGPIE_ASSERT(w.m_slot != nullptr, "magpie: a timed waiter without its timeout node");
-    w.m_has_deadline = true;
-    m_waiters.push(&w);
-    if (arm != nullptr && !io::detail::arm_timer(*arm)) {
-      m_waiters.remove(&w);
-      return false;
-    }
-    ++m_timed;
-    return true;
-  }
-
-  /// Unlinks up to `limit` waiters, the oldest first, as a list linked by m_next_waiter (as
-  /// waiter_queue::take_all). A timed waiter is taken only if this side claims it; one whose
-  /// deadline claimed it first stays queued, untouched, until its deadline's side takes it out.
-  waiter *take(std::size_t limit) noexcept {
-    if (m_timed == 0) {
-      return m_waiters.take(limit);
-    }
-    return m_waiters.take_if(
-        [this](waiter &w) {
-          io::detail::timeout_node *const node = timed_node(w);
-          if (node == nullptr) {
-            return true;
-          }
-          if (!node->claim()) {
-            return false; // its deadline won: its side takes it out
-          }
-          --m_timed;
-          return true;
-        },
-        limit);
-  }
-  waiter *take_all() noexcept { return take(~std::size_t{0}); }
-
-  /// For a scan that decides by kind (the shared_mutex's grant): whether this side may take `w`
-  /// — an untimed waiter, or a timed one it claims now (a claim it cannot undo: call it only for
-  /// a waiter it will take). False: its deadline claimed it first; skip it.
-  bool claim_for_take(waiter &w) noexcept {
-    io::detail::timeout_node *const node = timed_node(w);
-    if (node == nullptr) {
-      return true;
-    }
-    if (!node->claim()) {
-      return false;
-    }
-    --m_timed;
-    return true;
-  }
-  /// waiter_queue::take_until over the queue (`decide` claims through claim_for_take).
-  template <typename Decide>
-  waiter *take_until(Decide decide) noexcept {
-    return m_waiters.take_until(decide);
-  }
-
-  /// The deadline's side, having won the claim: takes `w` out (every other party left it).
-  void remove_expired(waiter &w) noexcept {
-    bool const found = m_waiters.remove(&w);
-    MAGPIE_ASSERT(found, "magpie: a timed waiter claimed by its deadline left the queue");
-    static_cast<void>(found);
-    --m_timed;
-  }
-
-  /// Timed waiters still queued. After take_all(): those whose deadline claimed them, which
-  /// their deadline's side is about to take out.
-  std::uint32_t timed() const noexcept { return m_timed; }
-
-private:
-  waiter_queue m_waiters;
-  std::uint32_t m_timed = 0;
-};
-
-/// For a primitive's destructor, after it has taken (and failed) every waiter it could claim
-/// and released `lock` (its lock_word, or a std::mutex): waits until the deadlines' sides have
-/// taken out the rest (they touch the primitive until then; none of them blocks, so the wait is
-/// short).
-template <typename Lock>
-void wait_out_expiring(Lock &lock, timed_queue &q) noexcept {
-  for (unsigned spins = 0;;) {
-    lock.lock();
-    bool const left = q.timed() != 0;
-    lock.unlock();
-    if (!left) {
-      return;
-    }
-    spin_pause(spins);
-  }
 }
 
 /// abandon_all (blocking.hpp) for a timed queue: fails every waiter it claims with
