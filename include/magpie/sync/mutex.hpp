@@ -190,15 +190,13 @@ public:
   /// mutex is destroyed first. The thread keeps its own time (no reactor).
   template <typename Clock, typename Duration>
   bool try_lock_blocking_until(std::chrono::time_point<Clock, Duration> t) {
-    detail::refuse_on_worker(timed_blocking_on_worker);
-    return detail::wait_blocking_until(m_permits, detail::wait_until_request(m_permits, t));
+    return detail::timed_blocking_until(m_permits, t, timed_blocking_on_worker);
   }
 
   /// try_lock_blocking_until(now + d); a zero or negative `d` does not wait.
   template <typename Rep, typename Period>
   bool try_lock_blocking_for(std::chrono::duration<Rep, Period> d) {
-    detail::refuse_on_worker(timed_blocking_on_worker);
-    return detail::wait_blocking_until(m_permits, detail::wait_for_request(m_permits, d));
+    return detail::timed_blocking_for(m_permits, d, timed_blocking_on_worker);
   }
 #endif
 

@@ -227,26 +227,22 @@ public:
   /// the lock is destroyed first. The thread keeps its own time (no reactor).
   template <typename Clock, typename Duration>
   bool try_lock_blocking_until(std::chrono::time_point<Clock, Duration> t) {
-    detail::refuse_on_worker(timed_blocking_on_worker);
-    return detail::wait_blocking_until(side<true>(), detail::wait_until_request(side<true>(), t));
+    return detail::timed_blocking_until(side<true>(), t, timed_blocking_on_worker);
   }
   /// try_lock_blocking_until(now + d); a zero or negative `d` does not wait.
   template <typename Rep, typename Period>
   bool try_lock_blocking_for(std::chrono::duration<Rep, Period> d) {
-    detail::refuse_on_worker(timed_blocking_on_worker);
-    return detail::wait_blocking_until(side<true>(), detail::wait_for_request(side<true>(), d));
+    return detail::timed_blocking_for(side<true>(), d, timed_blocking_on_worker);
   }
   /// As try_lock_blocking_until, for shared ownership.
   template <typename Clock, typename Duration>
   bool try_lock_shared_blocking_until(std::chrono::time_point<Clock, Duration> t) {
-    detail::refuse_on_worker(timed_blocking_on_worker);
-    return detail::wait_blocking_until(side<false>(), detail::wait_until_request(side<false>(), t));
+    return detail::timed_blocking_until(side<false>(), t, timed_blocking_on_worker);
   }
   /// try_lock_shared_blocking_until(now + d).
   template <typename Rep, typename Period>
   bool try_lock_shared_blocking_for(std::chrono::duration<Rep, Period> d) {
-    detail::refuse_on_worker(timed_blocking_on_worker);
-    return detail::wait_blocking_until(side<false>(), detail::wait_for_request(side<false>(), d));
+    return detail::timed_blocking_for(side<false>(), d, timed_blocking_on_worker);
   }
 #endif
 
@@ -276,8 +272,7 @@ private:
       return detail::timed_outcome::passed;
     }
     w.m_exclusive = exclusive;
-    return enqueue_timed(w, arm) ? detail::timed_outcome::queued
-                                 : detail::timed_outcome::out_of_memory;
+    return detail::queued_or_out_of_memory(enqueue_timed(w, arm));
   }
 
   /// The deadline's side of a timed wait, after it claimed `w`: takes it out and grants the lock

@@ -186,7 +186,7 @@ private:
     if (take_locked(m_word.lock(), w.m_task ? w.m_task.home() : nullptr)) {
       return timed_outcome::passed;
     }
-    return enqueue_timed(w, arm) ? timed_outcome::queued : timed_outcome::out_of_memory;
+    return queued_or_out_of_memory(enqueue_timed(w, arm));
   }
 #endif
 

@@ -104,6 +104,9 @@ inline bool ended_by_primitive(io::detail::timeout_node &node, waiter &w) {
   return true;
 }
 
+template <typename P>
+bool wait_blocking_until(P &p, timed_deadline dl);
+
 /// The primitives' private members that timed waits use (each primitive befriends this).
 struct timed_access {
   template <typename P>
@@ -126,6 +129,16 @@ struct timed_access {
   template <typename P>
   static void take_out_expired(P &p, waiter &w) noexcept {
     p.take_out_expired(w);
+  }
+  /// A plain thread's timed wait on `p` (timed_blocking_until): P's own `block_until` if it has
+  /// one (the counter: its threads wait on a condition variable), else a waiter in P's queue.
+  template <typename P>
+  static bool block_until(P &p, timed_deadline dl) {
+    if constexpr (requires { p.block_until(dl); }) {
+      return p.block_until(dl);
+    } else {
+      return wait_blocking_until(p, dl);
+    }
   }
   /// For timed_waits<P>: the std::logic_error message of P's blocking timed waits on a thread
   /// that runs a magpie task.
@@ -254,22 +267,22 @@ inline bool block_until(timed_blocking_waiter &w, io::detail::nanos deadline_nan
   return block_until(w, w, deadline_nanos);
 }
 
-/// A plain thread's timed wait on `p` until the deadline of `r` (a request made as a task's
-/// would be, with the same conversion and saturation): true if p let it pass, false if the
-/// deadline came first. Rethrows what p's side failed the wait with.
+/// A plain thread's timed wait on `p` in P's queue until `dl` (converted and saturated as a
+/// task's): true if p let it pass, false if the deadline came first. Rethrows what p's side
+/// failed the wait with.
 template <typename P>
-bool wait_blocking_until(P &p, timed_wait_request<P> const &r) {
+bool wait_blocking_until(P &p, timed_deadline dl) {
   if (timed_access::try_pass(p)) {
     return true;
   }
-  if (deadline_reached(r.m_deadline, r.m_when)) {
+  if (deadline_reached(dl.m_at, dl.m_when)) {
     return false;
   }
   timed_blocking_waiter w;
   if (timed_access::enqueue(p, w, nullptr) == timed_outcome::passed) {
     return true;
   }
-  if (!block_until(w, r.m_deadline)) {
+  if (!block_until(w, dl.m_at)) {
     timed_access::take_out_expired(p, w);
     return false;
   }
@@ -277,10 +290,36 @@ bool wait_blocking_until(P &p, timed_wait_request<P> const &r) {
   return true;
 }
 
-/// The timed waits of a primitive `P` (the event, the latch), as members: P derives from this
-/// (and befriends timed_access). "Passes": what P's untimed wait() waits for. P also gives
-/// `static constexpr char const *timed_blocking_on_worker`: the message with which its blocking
-/// forms refuse to run on a thread that runs a magpie task.
+/// The timed forms of a plain thread's wait on `p`, whatever the primitive names them: refuse
+/// (std::logic_error(`on_worker`), which names the task form to use instead) on a thread that
+/// runs a magpie task, else wait until `t` (timed_access::block_until) — true if p let the
+/// thread pass, false if `t` came first. The task forms are wait_until_request and
+/// wait_for_request; timed_waits<P> gives all four as members named wait_*, and a primitive
+/// whose names differ (the mutex's try_lock_for, the semaphore's try_acquire_for, the
+/// shared_mutex's sides) forwards to these four in one line each.
+template <typename P, typename Clock, typename Duration>
+bool timed_blocking_until(P &p, std::chrono::time_point<Clock, Duration> t, char const *on_worker) {
+  refuse_on_worker(on_worker);
+  return timed_access::block_until(p, deadline_until(t));
+}
+
+/// timed_blocking_until(p, now + d, on_worker); a zero or negative `d` does not wait.
+template <typename P, typename Rep, typename Period>
+bool timed_blocking_for(P &p, std::chrono::duration<Rep, Period> d, char const *on_worker) {
+  refuse_on_worker(on_worker);
+  return timed_access::block_until(p, deadline_for(d));
+}
+
+/// The queued outcome of a timed wait's enqueuing (`armed`: timed_queue::push_timed's result).
+inline timed_outcome queued_or_out_of_memory(bool armed) noexcept {
+  return armed ? timed_outcome::queued : timed_outcome::out_of_memory;
+}
+
+/// The timed waits of a primitive `P` (the event, the latch, the counter), as members: P derives
+/// from this (and befriends timed_access). "Passes": what P's untimed wait() waits for. P also
+/// gives `static constexpr char const *timed_blocking_on_worker`: the message with which its
+/// blocking forms refuse to run on a thread that runs a magpie task; and, if its plain threads do
+/// not wait in its queue, `bool block_until(timed_deadline)` (timed_access::block_until).
 template <typename P>
 class timed_waits {
 public:
@@ -304,20 +343,18 @@ public:
 
   /// For plain threads: as wait_blocking(), giving up at `t` — true if the wait passed, false if
   /// `t` came first (a deadline already reached: true only if it passes now, without waiting).
-  /// Throws magpie::abandoned_wait if the primitive is destroyed first, std::logic_error on a
-  /// thread that runs a magpie task (co_await wait_until there). The thread keeps its own time
-  /// (no reactor).
+  /// Throws what the primitive's blocking wait throws (magpie::abandoned_wait if the event or
+  /// latch is destroyed first), std::logic_error on a thread that runs a magpie task (co_await
+  /// wait_until there). The thread keeps its own time (no reactor).
   template <typename Clock, typename Duration>
   bool wait_blocking_until(std::chrono::time_point<Clock, Duration> t) {
-    detail::refuse_on_worker(timed_access::timed_blocking_on_worker<P>());
-    return detail::wait_blocking_until(self(), wait_until_request(self(), t));
+    return timed_blocking_until(self(), t, timed_access::timed_blocking_on_worker<P>());
   }
 
   /// wait_blocking_until(now + d); a zero or negative `d` does not wait.
   template <typename Rep, typename Period>
   bool wait_blocking_for(std::chrono::duration<Rep, Period> d) {
-    detail::refuse_on_worker(timed_access::timed_blocking_on_worker<P>());
-    return detail::wait_blocking_until(self(), wait_for_request(self(), d));
+    return timed_blocking_for(self(), d, timed_access::timed_blocking_on_worker<P>());
   }
 
 private:
