@@ -1,9 +1,10 @@
 /* docs/models/channel_timed.pml — timed receives on a buffered magpie::channel (include/magpie/
- * sync/detail/channel_timed.hpp: timed_receive_awaitable; channel_waiters.hpp: channel_queue,
- * settle; channel_buffered.hpp: receive_slow, pump_taking_lock, pump_with_lock_held; channel.hpp:
- * expired_receive, the destructor) against the reactor's timers (src/io/reactor.cpp:
- * fire_timers, cancel). docs/protocols.md §9.11, "Timed sends and receives". (Timed sends are the
- * mirror image: a sender's value pushed into the ring is what a receiver's value is here.)
+ * sync/detail/channel_timed.hpp: timed_receive_awaitable; channel_waiters.hpp: channel_queue::pop
+ * (timed_queue.hpp: pop_unclaimed, claim_for_take); channel_buffered.hpp: receive_slow,
+ * pump_taking_lock, pump_with_lock_held; channel.hpp: expired_receive, the destructor) against
+ * the reactor's timers (src/io/reactor.cpp: fire_timers, cancel). docs/protocols.md §9.11,
+ * "Timed sends and receives". (Timed sends are the mirror image: a sender's value pushed into the
+ * ring is what a receiver's value is here.)
  *
  * Two tasks receive with a deadline from an empty ring. A receiver's await_suspend ("receiver")
  * and the task once woken ("task", started by the wake) are separate processes. The receiver:

@@ -1,6 +1,6 @@
 /* docs/models/shared_mutex_timed.pml — a timed writer on a magpie::shared_mutex held by a
  * reader (include/magpie/sync/shared_mutex.hpp: grant_locked, take_out_timed, take_locked, the
- * fast paths; detail/timed.hpp: timed_queue, the claim) against the reactor's timer.
+ * fast paths; detail/timed_queue.hpp: timed_queue, the claim) against the reactor's timer.
  * docs/protocols.md §9.5, "Timed locks".
  *
  * A reader H holds the lock at the start and leaves at any moment (unlock_shared: the fast path

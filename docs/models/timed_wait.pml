@@ -1,5 +1,5 @@
 /* docs/models/timed_wait.pml — a timed wait on an auto-reset magpie::event (include/magpie/sync/
- * detail/timed.hpp: timed_wait_awaitable, timed_queue; event.hpp: pass_or_enqueue_timed,
+ * detail/timed.hpp: timed_wait_awaitable; detail/timed_queue.hpp: timed_queue; event.hpp: pass_or_enqueue_timed,
  * take_out_expired, the destructor) against the reactor's timers (src/io/reactor.cpp: fire_timers, cancel; include/
  * magpie/io/detail/timer_heap.hpp: timeout_node). docs/protocols.md §9.8, "Timed waits".
  *

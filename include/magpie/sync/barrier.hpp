@@ -63,28 +63,16 @@ public:
   /// The awaitable of arrive_and_wait(). Internal.
   struct wait_awaitable : detail::wait_awaitable<wait_awaitable> {
     /// The barrier waited on.
-    barrier *m_barrier = nullptr;
+    barrier *m_target = nullptr;
     /// Fast path, from await_ready: succeeds without suspending when it can
     /// (sync/detail/waiter.hpp).
-    bool try_now() { return m_barrier->arrive(nullptr); }
+    bool try_now() { return m_target->arrive(nullptr); }
     /// Slow path, under the lock: succeeds now (true), or queues `w` to be resumed later (false).
-    bool try_or_enqueue(detail::waiter &w) { return m_barrier->arrive(&w); }
+    bool try_or_enqueue(detail::waiter &w) { return m_target->arrive(&w); }
   };
 
   /// What arrive_and_wait() returns; co_await it in a magpie task.
-  struct [[nodiscard("co_await it")]] wait_request {
-    /// Marks the request as awaitable inside a magpie task.
-    using magpie_awaitable = void;
-    /// The barrier waited on.
-    barrier *m_barrier;
-    /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
-    wait_awaitable magpie_bind(core::frame_base &self) && {
-      wait_awaitable a;
-      a.m_barrier = m_barrier;
-      detail::bind_waiter(a, self);
-      return a;
-    }
-  };
+  using wait_request = detail::task_request<wait_awaitable, barrier>;
 
   /// `co_await b.arrive_and_wait()`: arrives and suspends the task (its worker runs other work)
   /// until the phase completes. Throws std::logic_error with no participants left, or inside an

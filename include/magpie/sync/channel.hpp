@@ -240,35 +240,23 @@ public:
   /// The awaitable of receive(). Internal.
   struct receive_awaitable : detail::wait_awaitable<receive_awaitable> {
     /// The channel waited on.
-    channel *m_channel = nullptr;
+    channel *m_target = nullptr;
     /// The value received, or empty once the channel is closed and drained.
     std::optional<T> m_result;
 
     /// Fast path, from await_ready: succeeds without suspending when it can
     /// (sync/detail/waiter.hpp).
-    bool try_now() noexcept { return m_channel->receive_now(m_result, this->m_frame); }
+    bool try_now() noexcept { return m_target->receive_now(m_result, this->m_frame); }
     /// Slow path, under the lock: succeeds now (true), or queues `w` to be resumed later (false).
     bool try_or_enqueue(detail::waiter &w) noexcept {
-      return m_channel->receive_slow(m_result, w, nullptr);
+      return m_target->receive_slow(m_result, w, nullptr);
     }
     /// What the co_await returns.
     std::optional<T> resume_value() noexcept { return std::move(m_result); }
   };
 
   /// What receive() returns; co_await it in a magpie task.
-  struct [[nodiscard("co_await it")]] receive_request {
-    /// Marks the request as awaitable inside a magpie task.
-    using magpie_awaitable = void;
-    /// The channel waited on.
-    channel *m_channel;
-    /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
-    receive_awaitable magpie_bind(core::frame_base &self) && {
-      receive_awaitable a;
-      a.m_channel = m_channel;
-      detail::bind_waiter(a, self);
-      return a;
-    }
-  };
+  using receive_request = detail::task_request<receive_awaitable, channel>;
 
   /// `co_await ch.receive()`: the oldest value, suspending the task while the channel is empty;
   /// std::nullopt once the channel is closed and drained. Throws magpie::abandoned_wait if the

@@ -107,7 +107,11 @@ private:
 
 /// A count that tasks (`co_await c.wait()`) and threads (`c.wait()`) wait to see reach zero.
 /// Thread-safe: any thread may add, count down and wait at once. Not copyable or movable.
-class counter {
+class counter
+#if defined(__linux__)
+    : public detail::timed_waits<counter> // wait_for, wait_until, wait_blocking_for/_until: Linux
+#endif
+{
 public:
   /// Starts at `initial`.
   explicit counter(std::size_t initial = 0) noexcept : m_count(initial) {}
@@ -198,41 +202,10 @@ public:
     return detail::zero_request<counter>(this);
   }
 
-#if defined(__linux__)
-  /// Inside a task: `co_await c.wait_until(t)` is `co_await c.wait()` giving up at `t` — true if
-  /// the count was zero in time, false if `t` came first (a deadline already reached: true only
-  /// if it is zero now, without suspending). Any clock's time point is converted to io::clock.
-  /// While it waits the task holds its pool. Throws magpie::abandoned_wait if the counter is
-  /// destroyed first, std::logic_error inside an unjoined fork–join scope, std::bad_alloc if the
-  /// reactor's timer heap cannot grow. With GCC 12.2 bind the result to a variable
-  /// (docs/guarantees.md, L3b). Plain threads: wait_blocking_until.
-  template <typename Clock, typename Duration>
-  detail::timed_wait_request<counter> wait_until(std::chrono::time_point<Clock, Duration> t) {
-    return detail::wait_until_request(*this, t);
-  }
-
-  /// `co_await c.wait_for(d)`: wait_until(now + d), reading the clock once; a zero or negative
-  /// `d` does not wait.
-  template <typename Rep, typename Period>
-  detail::timed_wait_request<counter> wait_for(std::chrono::duration<Rep, Period> d) {
-    return detail::wait_for_request(*this, d);
-  }
-
-  /// For plain threads: as wait() on a plain thread, giving up at `t` — true if the count was
-  /// zero in time, false if `t` came first (a deadline already reached: true only if it is zero
-  /// now). Throws std::logic_error on a thread that runs a magpie task (it would block the
-  /// worker: co_await wait_until there). The thread keeps its own time (no reactor).
-  template <typename Clock, typename Duration>
-  bool wait_blocking_until(std::chrono::time_point<Clock, Duration> t) {
-    return block_until(detail::deadline_until(t));
-  }
-
-  /// wait_blocking_until(now + d); a zero or negative `d` does not wait.
-  template <typename Rep, typename Period>
-  bool wait_blocking_for(std::chrono::duration<Rep, Period> d) {
-    return block_until(detail::deadline_for(d));
-  }
-#endif
+  // On Linux, from timed_waits: `co_await c.wait_until(t)` / `wait_for(d)` (a task: as
+  // `co_await c.wait()` giving up at `t` — true if the count was zero in time, false if `t` came
+  // first; throws magpie::abandoned_wait if the counter is destroyed first), and
+  // wait_blocking_until / wait_blocking_for (a plain thread: as c.wait() there, giving up at `t`).
 
 private:
   template <typename>
@@ -259,8 +232,9 @@ private:
       "magpie::counter / task_group::wait_blocking_for/_until inside a task would block its "
       "worker: co_await x.wait_for(d) instead";
 
-  /// The plain-thread timed waits (the counter's and the group's): block() until the deadline
-  /// `dl`, true if the count was zero (or reached it) in time. Refused on a worker.
+  /// The plain-thread timed waits (the counter's, through timed_access::block_until, and the
+  /// group's): block() until the deadline `dl`, true if the count was zero (or reached it) in
+  /// time. Refused on a worker.
   bool block_until(detail::timed_deadline dl) {
     detail::refuse_on_worker(timed_blocking_on_worker);
     std::unique_lock lock(m_mutex);
@@ -283,8 +257,8 @@ private:
     if (m_count.load(std::memory_order_acquire) == 0) { // acquire: as in value()
       return detail::timed_outcome::passed;
     }
-    return m_waiters.push_timed(w, arm) ? detail::timed_outcome::queued // the point of no return
-                                        : detail::timed_outcome::out_of_memory;
+    // queued: the point of no return
+    return detail::queued_or_out_of_memory(m_waiters.push_timed(w, arm));
   }
 
   /// The deadline's side, after it claimed `w`: takes it out of the queue. Its last touch of

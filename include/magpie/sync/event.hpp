@@ -164,28 +164,16 @@ public:
   /// The awaitable of wait(): suspends the task unless the event lets it pass. Internal.
   struct wait_awaitable : detail::wait_awaitable<wait_awaitable> {
     /// The event waited on.
-    event *m_event = nullptr;
+    event *m_target = nullptr;
     /// Fast path, from await_ready: succeeds without suspending when it can
     /// (sync/detail/waiter.hpp).
-    bool try_now() noexcept { return m_event->try_pass(); }
+    bool try_now() noexcept { return m_target->try_pass(); }
     /// Slow path, under the lock: succeeds now (true), or queues `w` to be resumed later (false).
-    bool try_or_enqueue(detail::waiter &w) noexcept { return m_event->pass_or_enqueue(w); }
+    bool try_or_enqueue(detail::waiter &w) noexcept { return m_target->pass_or_enqueue(w); }
   };
 
   /// What wait() returns; co_await it in a magpie task.
-  struct [[nodiscard("co_await it")]] wait_request {
-    /// Marks the request as awaitable inside a magpie task.
-    using magpie_awaitable = void;
-    /// The event waited on.
-    event *m_event;
-    /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
-    wait_awaitable magpie_bind(core::frame_base &self) && {
-      wait_awaitable a;
-      a.m_event = m_event;
-      detail::bind_waiter(a, self);
-      return a;
-    }
-  };
+  using wait_request = detail::task_request<wait_awaitable, event>;
 
   /// `co_await ev.wait()`: returns once the event lets the task pass (see the class comment),
   /// suspending the task meanwhile (its worker runs other work). Throws magpie::abandoned_wait if

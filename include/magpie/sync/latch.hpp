@@ -210,8 +210,7 @@ private:
     bool const open = decode(m_word.lock()) == 0; // the lock's acquire: as try_wait
     detail::timed_outcome outcome = detail::timed_outcome::passed;
     if (!open) {
-      outcome = m_waiters.push_timed(w, arm) ? detail::timed_outcome::queued
-                                             : detail::timed_outcome::out_of_memory;
+      outcome = detail::queued_or_out_of_memory(m_waiters.push_timed(w, arm));
     }
     m_word.unlock(); // queued: the point of no return
     return outcome;

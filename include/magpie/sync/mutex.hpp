@@ -72,14 +72,14 @@ public:
   template <typename Derived>
   struct lock_awaitable_base : detail::wait_awaitable<Derived> {
     /// The mutex to lock.
-    mutex *m_mutex = nullptr;
+    mutex *m_target = nullptr;
     /// Fast path, from await_ready: succeeds without suspending when it can
     /// (sync/detail/waiter.hpp).
-    bool try_now() noexcept { return m_mutex->m_permits.try_take_or_revoke(*this->m_frame); }
+    bool try_now() noexcept { return m_target->m_permits.try_take_or_revoke(*this->m_frame); }
     /// Slow path, under the lock: succeeds now — the mutex was free, or handed to a task that has
     /// not started yet, whose hand-off this revokes — (true), or queues `w` (false).
     bool try_or_enqueue(detail::waiter &w) noexcept {
-      return m_mutex->m_permits.take_or_enqueue(w, /*may_revoke=*/true);
+      return m_target->m_permits.take_or_enqueue(w, /*may_revoke=*/true);
     }
   };
 
@@ -89,38 +89,14 @@ public:
   /// The awaitable of scoped_lock(): lock, then hand the lock to a guard. Internal.
   struct guard_awaitable : lock_awaitable_base<guard_awaitable> {
     /// What the co_await returns.
-    unique_guard<mutex> resume_value() const noexcept { return {*m_mutex, std::adopt_lock}; }
+    unique_guard<mutex> resume_value() const noexcept { return {*m_target, std::adopt_lock}; }
   };
 
   /// What lock() returns; co_await it in a magpie task.
-  struct [[nodiscard("co_await it")]] lock_request {
-    /// Marks the request as awaitable inside a magpie task.
-    using magpie_awaitable = void;
-    /// The mutex to lock.
-    mutex *m_mutex;
-    /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
-    lock_awaitable magpie_bind(core::frame_base &self) && {
-      lock_awaitable a;
-      a.m_mutex = m_mutex;
-      detail::bind_waiter(a, self);
-      return a;
-    }
-  };
+  using lock_request = detail::task_request<lock_awaitable, mutex>;
 
   /// What scoped_lock() returns; co_await it in a magpie task.
-  struct [[nodiscard("co_await it")]] scoped_lock_request {
-    /// Marks the request as awaitable inside a magpie task.
-    using magpie_awaitable = void;
-    /// The mutex to lock.
-    mutex *m_mutex;
-    /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
-    guard_awaitable magpie_bind(core::frame_base &self) && {
-      guard_awaitable a;
-      a.m_mutex = m_mutex;
-      detail::bind_waiter(a, self);
-      return a;
-    }
-  };
+  using scoped_lock_request = detail::task_request<guard_awaitable, mutex>;
 
   /// `co_await m.lock()`: returns once the task holds the mutex, suspending it meanwhile (its
   /// worker runs other work). Pair it with unlock(), or prefer scoped_lock(). Throws
@@ -190,15 +166,13 @@ public:
   /// mutex is destroyed first. The thread keeps its own time (no reactor).
   template <typename Clock, typename Duration>
   bool try_lock_blocking_until(std::chrono::time_point<Clock, Duration> t) {
-    detail::refuse_on_worker(timed_blocking_on_worker);
-    return detail::wait_blocking_until(m_permits, detail::wait_until_request(m_permits, t));
+    return detail::timed_blocking_until(m_permits, t, timed_blocking_on_worker);
   }
 
   /// try_lock_blocking_until(now + d); a zero or negative `d` does not wait.
   template <typename Rep, typename Period>
   bool try_lock_blocking_for(std::chrono::duration<Rep, Period> d) {
-    detail::refuse_on_worker(timed_blocking_on_worker);
-    return detail::wait_blocking_until(m_permits, detail::wait_for_request(m_permits, d));
+    return detail::timed_blocking_for(m_permits, d, timed_blocking_on_worker);
   }
 #endif
 

@@ -59,26 +59,14 @@ public:
   ~semaphore() = default;
 
   /// What acquire() returns; co_await it in a magpie task.
-  struct [[nodiscard("co_await it")]] acquire_request {
-    /// Marks the request as awaitable inside a magpie task.
-    using magpie_awaitable = void;
-    /// The semaphore waited on.
-    semaphore *m_sem;
-    /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
-    detail::take_awaitable magpie_bind(core::frame_base &self) && {
-      detail::take_awaitable a;
-      a.m_permits = &m_sem->m_permits;
-      detail::bind_waiter(a, self);
-      return a;
-    }
-  };
+  using acquire_request = detail::task_request<detail::take_awaitable, detail::permits>;
 
   /// `co_await s.acquire()`: takes one permit, suspending the task (its worker runs other work)
   /// until one is handed to it; waiters are served in FIFO order, each overtaken by at most
   /// fairness_bound acquires after its turn has come. Throws magpie::abandoned_wait
   /// if the semaphore is destroyed first, std::logic_error (nothing taken) inside an unjoined
   /// fork–join scope, magpie::pool_closed on a pool being destroyed with nothing left to run.
-  acquire_request acquire() noexcept { return {this}; }
+  acquire_request acquire() noexcept { return {&m_permits}; }
 
   /// Takes a permit if one is free and nobody waits; never waits, never fails spuriously.
   bool try_acquire() noexcept { return m_permits.try_take(); }
@@ -132,15 +120,13 @@ public:
   /// semaphore is destroyed first. The thread keeps its own time (no reactor).
   template <typename Clock, typename Duration>
   bool try_acquire_blocking_until(std::chrono::time_point<Clock, Duration> t) {
-    detail::refuse_on_worker(timed_blocking_on_worker);
-    return detail::wait_blocking_until(m_permits, detail::wait_until_request(m_permits, t));
+    return detail::timed_blocking_until(m_permits, t, timed_blocking_on_worker);
   }
 
   /// try_acquire_blocking_until(now + d); a zero or negative `d` does not wait.
   template <typename Rep, typename Period>
   bool try_acquire_blocking_for(std::chrono::duration<Rep, Period> d) {
-    detail::refuse_on_worker(timed_blocking_on_worker);
-    return detail::wait_blocking_until(m_permits, detail::wait_for_request(m_permits, d));
+    return detail::timed_blocking_for(m_permits, d, timed_blocking_on_worker);
   }
 #endif
 

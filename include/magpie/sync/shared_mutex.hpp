@@ -97,40 +97,28 @@ public:
   template <bool Exclusive, typename Guard>
   struct lock_awaitable : detail::wait_awaitable<lock_awaitable<Exclusive, Guard>> {
     /// The shared_mutex to lock.
-    shared_mutex *m_mutex = nullptr;
+    shared_mutex *m_target = nullptr;
     /// Fast path, from await_ready: succeeds without suspending when it can, taking the lock
     /// free or from a writer heir (sync/detail/waiter.hpp).
     bool try_now() noexcept {
-      return m_mutex->try_take(Exclusive) ||
-             m_mutex->try_revoke(Exclusive, core::ext::worker_of(*this->m_frame).home());
+      return m_target->try_take(Exclusive) ||
+             m_target->try_revoke(Exclusive, core::ext::worker_of(*this->m_frame).home());
     }
     /// Slow path, under the lock: succeeds now (true), or queues `w` to be resumed later (false).
     bool try_or_enqueue(detail::waiter &w) noexcept {
-      return m_mutex->take_or_enqueue(w, Exclusive, w.m_task.home());
+      return m_target->take_or_enqueue(w, Exclusive, w.m_task.home());
     }
     /// What the co_await returns.
     Guard resume_value() const noexcept {
       if constexpr (!std::is_void_v<Guard>) {
-        return Guard(*m_mutex, std::adopt_lock);
+        return Guard(*m_target, std::adopt_lock);
       }
     }
   };
 
   /// What the lock functions return; co_await it in a magpie task.
   template <bool Exclusive, typename Guard>
-  struct [[nodiscard("co_await it")]] lock_request {
-    /// Marks the request as awaitable inside a magpie task.
-    using magpie_awaitable = void;
-    /// The shared_mutex to lock.
-    shared_mutex *m_mutex;
-    /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
-    lock_awaitable<Exclusive, Guard> magpie_bind(core::frame_base &self) && {
-      lock_awaitable<Exclusive, Guard> a;
-      a.m_mutex = m_mutex;
-      detail::bind_waiter(a, self);
-      return a;
-    }
-  };
+  using lock_request = detail::task_request<lock_awaitable<Exclusive, Guard>, shared_mutex>;
 
   /// `co_await m.lock()`: exclusive ownership, suspending the task meanwhile. Throws
   /// magpie::abandoned_wait if the lock is destroyed first, std::logic_error (nothing waited)
@@ -227,26 +215,22 @@ public:
   /// the lock is destroyed first. The thread keeps its own time (no reactor).
   template <typename Clock, typename Duration>
   bool try_lock_blocking_until(std::chrono::time_point<Clock, Duration> t) {
-    detail::refuse_on_worker(timed_blocking_on_worker);
-    return detail::wait_blocking_until(side<true>(), detail::wait_until_request(side<true>(), t));
+    return detail::timed_blocking_until(side<true>(), t, timed_blocking_on_worker);
   }
   /// try_lock_blocking_until(now + d); a zero or negative `d` does not wait.
   template <typename Rep, typename Period>
   bool try_lock_blocking_for(std::chrono::duration<Rep, Period> d) {
-    detail::refuse_on_worker(timed_blocking_on_worker);
-    return detail::wait_blocking_until(side<true>(), detail::wait_for_request(side<true>(), d));
+    return detail::timed_blocking_for(side<true>(), d, timed_blocking_on_worker);
   }
   /// As try_lock_blocking_until, for shared ownership.
   template <typename Clock, typename Duration>
   bool try_lock_shared_blocking_until(std::chrono::time_point<Clock, Duration> t) {
-    detail::refuse_on_worker(timed_blocking_on_worker);
-    return detail::wait_blocking_until(side<false>(), detail::wait_until_request(side<false>(), t));
+    return detail::timed_blocking_until(side<false>(), t, timed_blocking_on_worker);
   }
   /// try_lock_shared_blocking_until(now + d).
   template <typename Rep, typename Period>
   bool try_lock_shared_blocking_for(std::chrono::duration<Rep, Period> d) {
-    detail::refuse_on_worker(timed_blocking_on_worker);
-    return detail::wait_blocking_until(side<false>(), detail::wait_for_request(side<false>(), d));
+    return detail::timed_blocking_for(side<false>(), d, timed_blocking_on_worker);
   }
 #endif
 
@@ -276,8 +260,7 @@ private:
       return detail::timed_outcome::passed;
     }
     w.m_exclusive = exclusive;
-    return enqueue_timed(w, arm) ? detail::timed_outcome::queued
-                                 : detail::timed_outcome::out_of_memory;
+    return detail::queued_or_out_of_memory(enqueue_timed(w, arm));
   }
 
   /// The deadline's side of a timed wait, after it claimed `w`: takes it out and grants the lock

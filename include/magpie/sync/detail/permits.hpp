@@ -186,7 +186,7 @@ private:
     if (take_locked(m_word.lock(), w.m_task ? w.m_task.home() : nullptr)) {
       return timed_outcome::passed;
     }
-    return enqueue_timed(w, arm) ? timed_outcome::queued : timed_outcome::out_of_memory;
+    return queued_or_out_of_memory(enqueue_timed(w, arm));
   }
 #endif
 
@@ -229,10 +229,10 @@ private:
 /// The awaitable of a task's take from `permits` (semaphore::acquire; mutex::lock has its own,
 /// which also yields a guard): never suspends if a permit is free or an heir's can be revoked.
 struct take_awaitable : wait_awaitable<take_awaitable> {
-  permits *m_permits = nullptr;
-  bool try_now() noexcept { return m_permits->try_take_or_revoke(*m_frame); }
+  permits *m_target = nullptr;
+  bool try_now() noexcept { return m_target->try_take_or_revoke(*m_frame); }
   bool try_or_enqueue(waiter &w) noexcept {
-    return m_permits->take_or_enqueue(w, /*may_revoke=*/true);
+    return m_target->take_or_enqueue(w, /*may_revoke=*/true);
   }
 };
 

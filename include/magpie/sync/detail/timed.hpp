@@ -1,15 +1,15 @@
 #pragma once
 // magpie/sync/detail/timed.hpp — waits with a deadline in a primitive's waiter queue (Linux).
 //
-// A timed waiter is a `waiter` whose m_slot points at an `io::detail::timeout_node` beside it:
-// the node's m_claimed decides, by one exchange, who ends the wait — the primitive's side (a
-// release, or its destructor: under the primitive's lock) or the deadline's side (for a task, the
-// reactor, which then calls the node's m_expired on its thread; for a plain thread, the thread
-// itself once its own deadline has passed). The loser touches the waiter no more, except that a
-// primitive's side that loses leaves the waiter queued, untouched, and the deadline's side takes
-// it out under the primitive's lock (`take_out_expired`) before the wait returns; a primitive's
-// destructor waits until those are gone (`abandon_all_timed`). Protocol and proof sketch:
-// docs/protocols.md §9.8, "Timed waits"; model docs/models/timed_wait.pml.
+// A timed waiter is a `waiter` whose m_slot points at an `io::detail::timeout_node` beside it,
+// queued in a `timed_queue` (timed_queue.hpp: the claim, the count of timed waiters, the
+// destructor's wait_out_expiring — shared with the channel). For a task the deadline's side is
+// the reactor, which calls the node's m_expired on its thread; for a plain thread, the thread
+// itself once its own deadline has passed. A primitive's side that loses the claim leaves the
+// waiter queued, untouched, and the deadline's side takes it out under the primitive's lock
+// (`take_out_expired`) before the wait returns; a primitive's destructor waits until those are
+// gone (`abandon_all_timed`). Protocol and proof sketch: docs/protocols.md §9.8, "Timed waits";
+// model docs/models/timed_wait.pml.
 //
 // A primitive `P` with timed waits keeps a `timed_queue` and gives these (private; it befriends
 // `timed_access`):
@@ -35,6 +35,7 @@
 #  include "magpie/io/timer.hpp"
 #  include "magpie/sync/detail/blocking.hpp"
 #  include "magpie/sync/detail/lock_word.hpp"
+#  include "magpie/sync/detail/timed_queue.hpp"
 #  include "magpie/sync/detail/waiter.hpp"
 
 namespace magpie::sync::detail {
@@ -72,122 +73,6 @@ timed_deadline deadline_for(std::chrono::duration<Rep, Period> d) {
           d <= d.zero() ? deadline_state::past : deadline_state::future};
 }
 
-/// The claim node of a queued timed waiter (its m_slot), or null for an untimed one.
-inline io::detail::timeout_node *timed_node(waiter &w) noexcept {
-  return w.m_has_deadline ? static_cast<io::detail::timeout_node *>(w.m_slot) : nullptr;
-}
-
-/// A primitive's FIFO of waiters, some of them timed. Every member: under the primitive's lock.
-class timed_queue {
-public:
-  bool empty() const noexcept { return m_waiters.empty(); }
-  std::size_t size() const noexcept { return m_waiters.size(); }
-  /// Queues an untimed waiter.
-  void push(waiter *w) noexcept { m_waiters.push(w); }
-  /// Queues an untimed waiter ahead of every other (a revoked heir: heir_queue.hpp).
-  void push_front(waiter *w) noexcept { m_waiters.push_front(w); }
-  /// The oldest waiter, still queued, or null.
-  waiter *front() const noexcept { return m_waiters.front(); }
-  /// The oldest waiter, unlinked, or null: only for a queue none of whose waiters is timed (a
-  /// primitive with timed waiters takes them with take() or take_until()).
-  waiter *pop() noexcept {
-    MAGPIE_ASSERT(m_timed == 0, "magpie: pop() from a queue with timed waiters");
-    return m_waiters.pop();
-  }
-
-  /// Queues a timed waiter and, for a task, arms its deadline (`arm`; null for a plain thread,
-  /// which keeps its own time): under the primitive's lock, so a deadline that fires at once
-  /// waits for that lock to take the waiter out (primitive → shard lock order). False, queuing
-  /// nothing, if the timer heap could not grow.
-  bool push_timed(waiter &w, io::detail::timeout_node *arm) noexcept {
-    MAGPIE_ASSERT(w.m_slot != nullptr, "magpie: a timed waiter without its timeout node");
-    w.m_has_deadline = true;
-    m_waiters.push(&w);
-    if (arm != nullptr && !io::detail::arm_timer(*arm)) {
-      m_waiters.remove(&w);
-      return false;
-    }
-    ++m_timed;
-    return true;
-  }
-
-  /// Unlinks up to `limit` waiters, the oldest first, as a list linked by m_next_waiter (as
-  /// waiter_queue::take_all). A timed waiter is taken only if this side claims it; one whose
-  /// deadline claimed it first stays queued, untouched, until its deadline's side takes it out.
-  waiter *take(std::size_t limit) noexcept {
-    if (m_timed == 0) {
-      return m_waiters.take(limit);
-    }
-    return m_waiters.take_if(
-        [this](waiter &w) {
-          io::detail::timeout_node *const node = timed_node(w);
-          if (node == nullptr) {
-            return true;
-          }
-          if (!node->claim()) {
-            return false; // its deadline won: its side takes it out
-          }
-          --m_timed;
-          return true;
-        },
-        limit);
-  }
-  waiter *take_all() noexcept { return take(~std::size_t{0}); }
-
-  /// For a scan that decides by kind (the shared_mutex's grant): whether this side may take `w`
-  /// — an untimed waiter, or a timed one it claims now (a claim it cannot undo: call it only for
-  /// a waiter it will take). False: its deadline claimed it first; skip it.
-  bool claim_for_take(waiter &w) noexcept {
-    io::detail::timeout_node *const node = timed_node(w);
-    if (node == nullptr) {
-      return true;
-    }
-    if (!node->claim()) {
-      return false;
-    }
-    --m_timed;
-    return true;
-  }
-  /// waiter_queue::take_until over the queue (`decide` claims through claim_for_take).
-  template <typename Decide>
-  waiter *take_until(Decide decide) noexcept {
-    return m_waiters.take_until(decide);
-  }
-
-  /// The deadline's side, having won the claim: takes `w` out (every other party left it).
-  void remove_expired(waiter &w) noexcept {
-    bool const found = m_waiters.remove(&w);
-    MAGPIE_ASSERT(found, "magpie: a timed waiter claimed by its deadline left the queue");
-    static_cast<void>(found);
-    --m_timed;
-  }
-
-  /// Timed waiters still queued. After take_all(): those whose deadline claimed them, which
-  /// their deadline's side is about to take out.
-  std::uint32_t timed() const noexcept { return m_timed; }
-
-private:
-  waiter_queue m_waiters;
-  std::uint32_t m_timed = 0;
-};
-
-/// For a primitive's destructor, after it has taken (and failed) every waiter it could claim
-/// and released `lock` (its lock_word, or a std::mutex): waits until the deadlines' sides have
-/// taken out the rest (they touch the primitive until then; none of them blocks, so the wait is
-/// short).
-template <typename Lock>
-void wait_out_expiring(Lock &lock, timed_queue &q) noexcept {
-  for (unsigned spins = 0;;) {
-    lock.lock();
-    bool const left = q.timed() != 0;
-    lock.unlock();
-    if (!left) {
-      return;
-    }
-    spin_pause(spins);
-  }
-}
-
 /// abandon_all (blocking.hpp) for a timed queue: fails every waiter it claims with
 /// abandoned_wait, then waits out the expiring ones.
 inline void abandon_all_timed(lock_word &lock, timed_queue &q) noexcept {
@@ -219,6 +104,9 @@ inline bool ended_by_primitive(io::detail::timeout_node &node, waiter &w) {
   return true;
 }
 
+template <typename P>
+bool wait_blocking_until(P &p, timed_deadline dl);
+
 /// The primitives' private members that timed waits use (each primitive befriends this).
 struct timed_access {
   template <typename P>
@@ -241,6 +129,16 @@ struct timed_access {
   template <typename P>
   static void take_out_expired(P &p, waiter &w) noexcept {
     p.take_out_expired(w);
+  }
+  /// A plain thread's timed wait on `p` (timed_blocking_until): P's own `block_until` if it has
+  /// one (the counter: its threads wait on a condition variable), else a waiter in P's queue.
+  template <typename P>
+  static bool block_until(P &p, timed_deadline dl) {
+    if constexpr (requires { p.block_until(dl); }) {
+      return p.block_until(dl);
+    } else {
+      return wait_blocking_until(p, dl);
+    }
   }
   /// For timed_waits<P>: the std::logic_error message of P's blocking timed waits on a thread
   /// that runs a magpie task.
@@ -369,22 +267,22 @@ inline bool block_until(timed_blocking_waiter &w, io::detail::nanos deadline_nan
   return block_until(w, w, deadline_nanos);
 }
 
-/// A plain thread's timed wait on `p` until the deadline of `r` (a request made as a task's
-/// would be, with the same conversion and saturation): true if p let it pass, false if the
-/// deadline came first. Rethrows what p's side failed the wait with.
+/// A plain thread's timed wait on `p` in P's queue until `dl` (converted and saturated as a
+/// task's): true if p let it pass, false if the deadline came first. Rethrows what p's side
+/// failed the wait with.
 template <typename P>
-bool wait_blocking_until(P &p, timed_wait_request<P> const &r) {
+bool wait_blocking_until(P &p, timed_deadline dl) {
   if (timed_access::try_pass(p)) {
     return true;
   }
-  if (deadline_reached(r.m_deadline, r.m_when)) {
+  if (deadline_reached(dl.m_at, dl.m_when)) {
     return false;
   }
   timed_blocking_waiter w;
   if (timed_access::enqueue(p, w, nullptr) == timed_outcome::passed) {
     return true;
   }
-  if (!block_until(w, r.m_deadline)) {
+  if (!block_until(w, dl.m_at)) {
     timed_access::take_out_expired(p, w);
     return false;
   }
@@ -392,10 +290,36 @@ bool wait_blocking_until(P &p, timed_wait_request<P> const &r) {
   return true;
 }
 
-/// The timed waits of a primitive `P` (the event, the latch), as members: P derives from this
-/// (and befriends timed_access). "Passes": what P's untimed wait() waits for. P also gives
-/// `static constexpr char const *timed_blocking_on_worker`: the message with which its blocking
-/// forms refuse to run on a thread that runs a magpie task.
+/// The timed forms of a plain thread's wait on `p`, whatever the primitive names them: refuse
+/// (std::logic_error(`on_worker`), which names the task form to use instead) on a thread that
+/// runs a magpie task, else wait until `t` (timed_access::block_until) — true if p let the
+/// thread pass, false if `t` came first. The task forms are wait_until_request and
+/// wait_for_request; timed_waits<P> gives all four as members named wait_*, and a primitive
+/// whose names differ (the mutex's try_lock_for, the semaphore's try_acquire_for, the
+/// shared_mutex's sides) forwards to these four in one line each.
+template <typename P, typename Clock, typename Duration>
+bool timed_blocking_until(P &p, std::chrono::time_point<Clock, Duration> t, char const *on_worker) {
+  refuse_on_worker(on_worker);
+  return timed_access::block_until(p, deadline_until(t));
+}
+
+/// timed_blocking_until(p, now + d, on_worker); a zero or negative `d` does not wait.
+template <typename P, typename Rep, typename Period>
+bool timed_blocking_for(P &p, std::chrono::duration<Rep, Period> d, char const *on_worker) {
+  refuse_on_worker(on_worker);
+  return timed_access::block_until(p, deadline_for(d));
+}
+
+/// The queued outcome of a timed wait's enqueuing (`armed`: timed_queue::push_timed's result).
+inline timed_outcome queued_or_out_of_memory(bool armed) noexcept {
+  return armed ? timed_outcome::queued : timed_outcome::out_of_memory;
+}
+
+/// The timed waits of a primitive `P` (the event, the latch, the counter), as members: P derives
+/// from this (and befriends timed_access). "Passes": what P's untimed wait() waits for. P also
+/// gives `static constexpr char const *timed_blocking_on_worker`: the message with which its
+/// blocking forms refuse to run on a thread that runs a magpie task; and, if its plain threads do
+/// not wait in its queue, `bool block_until(timed_deadline)` (timed_access::block_until).
 template <typename P>
 class timed_waits {
 public:
@@ -419,20 +343,18 @@ public:
 
   /// For plain threads: as wait_blocking(), giving up at `t` — true if the wait passed, false if
   /// `t` came first (a deadline already reached: true only if it passes now, without waiting).
-  /// Throws magpie::abandoned_wait if the primitive is destroyed first, std::logic_error on a
-  /// thread that runs a magpie task (co_await wait_until there). The thread keeps its own time
-  /// (no reactor).
+  /// Throws what the primitive's blocking wait throws (magpie::abandoned_wait if the event or
+  /// latch is destroyed first), std::logic_error on a thread that runs a magpie task (co_await
+  /// wait_until there). The thread keeps its own time (no reactor).
   template <typename Clock, typename Duration>
   bool wait_blocking_until(std::chrono::time_point<Clock, Duration> t) {
-    detail::refuse_on_worker(timed_access::timed_blocking_on_worker<P>());
-    return detail::wait_blocking_until(self(), wait_until_request(self(), t));
+    return timed_blocking_until(self(), t, timed_access::timed_blocking_on_worker<P>());
   }
 
   /// wait_blocking_until(now + d); a zero or negative `d` does not wait.
   template <typename Rep, typename Period>
   bool wait_blocking_for(std::chrono::duration<Rep, Period> d) {
-    detail::refuse_on_worker(timed_access::timed_blocking_on_worker<P>());
-    return detail::wait_blocking_until(self(), wait_for_request(self(), d));
+    return timed_blocking_for(self(), d, timed_access::timed_blocking_on_worker<P>());
   }
 
 private:

@@ -5,15 +5,18 @@
 // must wait co_awaits an awaitable derived from `wait_awaitable<Derived>`:
 //
 //   struct lock_awaitable : detail::wait_awaitable<lock_awaitable> {
-//     mutex *m;
+//     mutex *m_target;
 //     bool try_now() noexcept;                 // fast path, no suspension (any thread may race)
-//     bool try_or_enqueue(detail::waiter &w);  // under m's lock: take it now (true), or queue
+//     bool try_or_enqueue(detail::waiter &w);  // under the lock: take it now (true), or queue
 //                                              // `w` to be woken later (false)
 //     void resume_value();                     // what await_resume returns (optional)
 //   };
+//   using lock_request = detail::task_request<lock_awaitable, mutex>; // what m.lock() returns
 //
-// and a releaser pops a waiter under the primitive's lock and calls `wake()` on it after
-// unlocking (or under the lock: wake never blocks). The protocol (docs/protocols.md §8):
+// (a request that does more than bind the task writes its own: the latch's counts down, the
+// cv's carries the mutex), and a releaser pops a waiter under the primitive's lock and calls
+// `wake()` on it after unlocking (or under the lock: wake never blocks). The protocol
+// (docs/protocols.md §8):
 //   1. await_ready: `try_now()`; if it succeeds the task does not suspend at all.
 //   2. await_suspend: `hold()` the scheduler (may throw pool_closed: then nothing has happened),
 //      park the task (it takes its stacklet chain), then `try_or_enqueue(*this)`. If that takes
@@ -297,5 +300,23 @@ void bind_waiter(Awaitable &a, core::frame_base &self) {
   }
   a.m_frame = &self;
 }
+
+/// What an untimed wait on `Target` returns (mutex::lock_request, semaphore::acquire_request,
+/// event::wait_request ...): co_await it in a magpie task. `Awaitable` is a wait_awaitable whose
+/// `m_target` is the primitive waited on.
+template <typename Awaitable, typename Target>
+struct [[nodiscard("co_await it")]] task_request {
+  /// Marks the request as awaitable inside a magpie task.
+  using magpie_awaitable = void;
+  /// The primitive waited on.
+  Target *m_target;
+  /// Binds the request to the awaiting task (co_await does this) and returns the awaitable.
+  Awaitable magpie_bind(core::frame_base &self) && {
+    Awaitable a;
+    a.m_target = m_target;
+    bind_waiter(a, self);
+    return a;
+  }
+};
 
 } // namespace magpie::sync::detail
