@@ -39,6 +39,7 @@ import threading
 import time
 from pathlib import Path
 
+import bench_mpi  # scripts/bench_mpi.py: the hybrid MPI benchmarks
 import results_page  # scripts/results_page.py: the run's page (index.html)
 import results_table  # scripts/results_table.py: the Markdown summary (results.md)
 
@@ -56,6 +57,8 @@ LOOPS = {"zipf"}  # problems of the parallel-loop runtimes below
 # Plain binaries run after the suite, that measure every runtime themselves in one process
 # (their table goes to micro.txt); `--only NAME` runs just that one. edges: bench/edges.
 STANDALONE = {"edges"}
+# The hybrid MPI benchmarks (scripts/bench_mpi.py), after everything else; `--only mpi` alone.
+MPI_RUN = "mpi"
 ALGOS = {"algo"}
 
 PROBLEMS: dict[str, dict] = {
@@ -139,6 +142,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="magpie runtimes: write a Chrome/Perfetto trace per measurement to DIR "
                         "(<problem>-<size>-<runtime>-P<workers>.json; open in ui.perfetto.dev)")
     p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--no-mpi", action="store_true",
+                   help="skip the hybrid MPI benchmarks (bench/mpi, scripts/bench_mpi.py)")
     p.add_argument("--no-micro", action="store_true",
                    help="skip the microbenchmarks (micro_fib_overhead, micro_magpie) run after the suite")
     return p.parse_args(argv)
@@ -585,8 +590,9 @@ def main(argv: list[str]) -> int:
             if only and not any(o == problem or o == f"{problem}:{size}" for o in only):
                 continue
             selected.append((problem, size))
+    mpi_only = MPI_RUN in only
     standalone = [o for o in only if o in STANDALONE]
-    only = [o for o in only if o not in STANDALONE]
+    only = [o for o in only if o not in STANDALONE and o != MPI_RUN]
     for o in only:
         if o.split(":")[0] not in PROBLEMS:
             print(f"error: unknown problem {o!r} (known: {', '.join(PROBLEMS)})", file=sys.stderr)
@@ -610,7 +616,7 @@ def main(argv: list[str]) -> int:
                 continue
             for p in ([1] if rt == "serial" else workers):
                 plan.append((binary, problem, size, rt, p))
-    if not plan and not standalone:
+    if not plan and not standalone and not mpi_only:
         print("error: nothing to measure: no requested problem × runtime has a binary", file=sys.stderr)
         for m in missing:
             print(f"  missing: {m}", file=sys.stderr)
@@ -719,7 +725,7 @@ def main(argv: list[str]) -> int:
             print(f"warning: plotting failed ({e!r}); the CSV/JSON results are complete")
 
     micro_ran: list[str] = []
-    if standalone or (not args.no_micro and not only):
+    if standalone or (not args.no_micro and not only and not mpi_only):
         micro_lines = []
         edges_rows: list[dict] = []
         # sync_bench and sync_parked_memory (bench/sync): plain binaries that check their answers
@@ -768,6 +774,16 @@ def main(argv: list[str]) -> int:
             with open(outdir / "edges.json", "w") as f:
                 json.dump({"machine": info, "rows": edges_rows}, f, indent=1)
 
+    mpi_ran: list[str] = []
+    if mpi_only or (not args.no_mpi and not only and not standalone):
+        print("\nhybrid MPI benchmarks (scripts/bench_mpi.py)", flush=True)
+        mpi = bench_mpi.run(bindir, outdir)
+        missing += mpi["missing"]
+        failures += mpi["failures"]
+        mpi_ran = mpi["ran"]
+        if mpi["rows"] or mpi["pingpong"]:
+            print("\n" + bench_mpi.table(mpi))
+
     # Last, so that the page links every file the run wrote; before results/latest, which may be a copy.
     try:
         page = results_page.write(outdir).name
@@ -788,6 +804,7 @@ def main(argv: list[str]) -> int:
           + "results.csv, results.json, summary.txt, results.md"
           + (", micro.txt" if (outdir / "micro.txt").exists() else "")
           + (", edges.json" if (outdir / "edges.json").exists() else "")
+          + (", mpi.json, mpi.md" if (outdir / "mpi.json").exists() else "")
           + (", " + ", ".join(plots) if plots else ""))
     if page:
         print(f"The table and the plots on one page: open {latest / page} in a browser.")
@@ -804,7 +821,8 @@ def main(argv: list[str]) -> int:
           + ("passed" if ran_selftest else "NOT RUN")
           + ("; microbenchmarks: not requested (--only or --no-micro)"
              if (args.no_micro or only) and not standalone
-             else f"; microbenchmarks passed: {', '.join(micro_ran) or 'none'}"))
+             else f"; microbenchmarks passed: {', '.join(micro_ran) or 'none'}")
+          + (f"; MPI (answers checked): {', '.join(mpi_ran)}" if mpi_ran else ""))
     if missing:
         print(f"MISSING: {len(missing)} requested item(s) did not run:")
         for m in missing:

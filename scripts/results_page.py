@@ -51,6 +51,8 @@ FILES = {
     "results.json": "every measurement with every repetition's time and the machine",
     "micro.txt": "the microbenchmarks' output",
     "edges.json": "the rows of the edges benchmark",
+    "mpi.md": "the hybrid MPI benchmarks' table (UTS and SUMMA across ranks, ping-pong latencies)",
+    "mpi.json": "every run of the hybrid MPI benchmarks",
 }
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 72em; padding: 0 1em;
