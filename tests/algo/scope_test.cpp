@@ -41,6 +41,13 @@ magpie::task<void> scoped_tree(tree_log *log, int depth, long id) {
     if (id == log->stop_at) {
       log->source->request_stop();
       log->requested.store(true, std::memory_order_release); // after the request
+      // The requester sees its own stop at once. (Every other leaf may have run before it, on
+      // thieves, so it may be the only one that sees it.)
+      if (co_await magpie::this_task::stop_requested()) {
+        log->saw_stop.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        log->missed.fetch_add(1, std::memory_order_relaxed);
+      }
     }
     spin_work(200);
     co_return;
