@@ -34,6 +34,15 @@
  *   -DBUG_WORD_LATE      a would-be sleeper stores `asleep` in its word only after its re-check
                         (a waker between the two finds the word `awake` and skips it)
  *
+ *   -DBUG_ASLEEP_COUNTS  a sleeper's `asleep` word is taken for a thief on its way (the test of
+ *                        the word reads "not awake" instead of "notified")
+ *
+ * A thief on its way: a worker that becomes active as the last thief, and a guest that finds no
+ * thief, wake a sleeper only if no worker's word holds `notified` (pool::thief_on_its_way): a
+ * notified worker will count itself a thief, and a second wake-up would bring one no sooner (on
+ * a VM each costs the waker ~10 µs). The woken worker counts itself a thief before its word
+ * leaves `notified`, so between the two it is counted twice, never zero times.
+ *
  * -DGUEST: a caller that runs its own root (pool::run_root_here) instead of submitting jobs. It
  * counts itself active, wakes a worker if no thief is awake, pushes a stealable continuation
  * on its own deque and waits, active, until a worker has stolen and run it (the root's child
@@ -98,6 +107,22 @@ inline notify_if_asleep(w, ok) {
   fi
 }
 
+/* pool::thief_on_its_way: some worker's word holds `notified` (one load per word). */
+inline thief_on_its_way(on_way) {
+  on_way = 0;
+  k = 0;
+  do
+#ifdef BUG_ASLEEP_COUNTS
+  :: k < W && word[k] != AWAKE -> on_way = 1; break
+  :: k < W && word[k] == AWAKE -> k++
+#else
+  :: k < W && word[k] == NOTIFIED -> on_way = 1; break
+  :: k < W && word[k] != NOTIFIED -> k++
+#endif
+  :: k == W -> break
+  od
+}
+
 /* pool::wake_one: the first worker whose CAS succeeds. */
 inline wake_one() {
   if
@@ -128,7 +153,12 @@ inline become_active() {
   n_active++;
   atomic { old = thieves; thieves-- };
   if
-  :: old == 1 -> wake_one() /* we were the last thief, and we are about to make stealable work */
+  :: old == 1 ->
+    thief_on_its_way(on_way);
+    if
+    :: !on_way -> wake_one() /* we were the last thief, and none is on its way */
+    :: else -> skip
+    fi
   :: else -> skip
   fi
 }
@@ -140,7 +170,7 @@ inline become_thief() {
 
 proctype worker(byte me) {
   byte old, n, v, k;
-  bit needed, visible, ok;
+  bit needed, visible, ok, on_way;
 
   do
   :: /* pool::run_jobs: take everything queued for me */
@@ -243,9 +273,9 @@ end_sleep:        (woken[me]);
                 od
               :: else -> skip
               fi;
-              word[me] = AWAKE;
               sleepers--;
-              thieves++
+              thieves++;       /* a thief again first, */
+              word[me] = AWAKE /* then no longer on its way */
 #ifndef BUG_NO_LAST_THIEF
             fi
 #endif
@@ -261,11 +291,16 @@ end_sleep:        (woken[me]);
 /* pool::run_root_here on a lazy pool of W >= 2 workers */
 proctype guest() {
   byte k;
-  bit ok;
+  bit ok, on_way;
   n_active++;
 #ifndef BUG_GUEST_NO_WAKE
   if
-  :: thieves == 0 -> wake_one() /* no thief awake: wake one to take our continuations */
+  :: thieves == 0 ->
+    thief_on_its_way(on_way);
+    if
+    :: !on_way -> wake_one() /* no thief awake or on its way: wake one */
+    :: else -> skip
+    fi
   :: else -> skip
   fi;
 #endif

@@ -46,7 +46,11 @@ bool pool::keep_chain(core::stacklet *chain) noexcept {
   return false;
 }
 
-bool pool::run_root_here(job *j) {
+bool pool::run_root_here(job *j) { return run_as_guest(j, nullptr); }
+
+bool pool::help_root_here(job *j, bool (*admit)(job *j) noexcept) { return run_as_guest(j, admit); }
+
+bool pool::run_as_guest(job *j, bool (*admit)(job *j) noexcept) {
   if (m_guests.empty() || m_observed.load(std::memory_order_acquire) || is_worker_thread()) {
     return false; // (sync_wait refuses the last case before it gets here)
   }
@@ -71,7 +75,14 @@ bool pool::run_root_here(job *j) {
       }
     }
   }
-  {
+  if (admit != nullptr) {
+    // A root already counted in flight by its submit_root (the destructor waits for it): no count
+    // here, but the root may have been taken meanwhile; admit() claims it, or says it is gone.
+    if (!admit(j)) {
+      g->taken.store(false, std::memory_order_release);
+      return false;
+    }
+  } else {
     // In flight exactly as a root submitted from outside (submit_root): refused once closing,
     // seen by the destructor's predicate otherwise; finish_root ends it.
     std::lock_guard lock(m_inflight_mutex);
@@ -91,7 +102,7 @@ bool pool::run_root_here(job *j) {
     m_guests_running.fetch_add(1, std::memory_order_seq_cst);
     if (m_policy == idle_policy::lazy) {
       m_active.fetch_add(1, std::memory_order_seq_cst); // seq_cst: the counters' total order (§6)
-      if (m_thieves.load(std::memory_order_seq_cst) == 0) {
+      if (m_thieves.load(std::memory_order_seq_cst) == 0 && !thief_on_its_way()) {
         wake_one();
       }
     }

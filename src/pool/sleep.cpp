@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "magpie/core/detail/pause.hpp"
+#include "magpie/core/detail/thread_wait.hpp"
 #include "worker.hpp"
 
 namespace magpie::sched {
@@ -104,10 +105,23 @@ void pool::idle(detail::worker &w) {
     w.bump(core::counter::wakes);
     w.observe(core::event::wake);
   }
-  // Awake again: a late waker's CAS fails, and its notify (if any) finds nobody waiting.
-  w.sleep_word.store(detail::sleep_awake, std::memory_order_seq_cst);
+  // Awake again: a thief first, then the word leaves `notified` (if a waker put it there), so that
+  // thief_on_its_way() counts us at least once throughout. While the word is not `asleep`, a late
+  // waker's CAS fails, and its notify (if any) finds nobody waiting.
   m_sleepers.fetch_sub(1, std::memory_order_seq_cst); // wakers may skip us
   m_thieves.fetch_add(1, std::memory_order_seq_cst);  // a thief again (protocols §6)
+  w.sleep_word.store(detail::sleep_awake, std::memory_order_seq_cst);
+}
+
+bool pool::thief_on_its_way() const noexcept {
+  for (auto const &w : m_workers) {
+    // seq_cst: ordered with the woken worker's m_thieves increment and its later store of
+    // `awake` (protocols §6): a worker whose word we find past `notified` was counted a thief.
+    if (w->sleep_word.load(std::memory_order_seq_cst) == detail::sleep_notified) {
+      return true;
+    }
+  }
+  return false;
 }
 
 bool pool::work_visible(detail::worker const &w) const noexcept {
@@ -165,6 +179,7 @@ bool pool::notify_if_asleep(detail::worker &w) noexcept {
   // A notify that finds the worker not yet waiting is harmless: it waits only while the word
   // holds `asleep`, and the word no longer does.
   w.sleep_word.notify_one();
+  core::detail::woke_a_sleeper() = true; // this thread's next blocking wait yields (thread_wait)
   return true;
 }
 
@@ -175,8 +190,12 @@ void pool::become_active() noexcept {
   // seq_cst on both counters: a thief deciding whether it may sleep reads them in the same total
   // order, so it either sees us active or sees that we were not the last thief.
   m_active.fetch_add(1, std::memory_order_seq_cst);
-  if (m_thieves.fetch_sub(1, std::memory_order_seq_cst) == 1) { // seq_cst: see above
-    wake_one(); // we were the last thief, and now we make stealable work: wake a replacement
+  // We were the last thief, and now we make stealable work: wake a replacement, unless a sleeper
+  // already notified is on its way (it counts itself a thief once awake; a second wake-up would
+  // bring one no sooner, and costs the waker a system call).
+  if (m_thieves.fetch_sub(1, std::memory_order_seq_cst) == 1 && // seq_cst: see above
+      !thief_on_its_way()) {
+    wake_one();
   }
 }
 

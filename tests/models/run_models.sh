@@ -31,7 +31,7 @@ position=0
 # (14,000 lines) costs more than their search: with -O2 it took 11 s on a loaded 2-core machine,
 # without optimisation 2 s, so they are compiled without it. The search and its verdict are the
 # same either way.
-optimised=" deque deque.grows sleep sleep.liveness sleep.guest sleep.guest.liveness sleep.guest.BUG_GUEST_NO_WAKE mutex_heir mutex_heir.K1 mutex_heir.sem channel "
+optimised=" deque deque.grows sleep sleep.liveness sleep.guest sleep.guest.liveness sleep.guest.BUG_GUEST_NO_WAKE sleep.guest.BUG_ASLEEP_COUNTS mutex_heir mutex_heir.K1 mutex_heir.sem channel "
 
 # check NAME MODEL EXPECT MODE [SPIN_DEFINES...]
 #   EXPECT: pass | fail      MODE: safety | ltl:NAME
@@ -109,6 +109,8 @@ check sleep.BUG_NO_RECHECK    sleep.pml fail safety -DBUG_NO_RECHECK
 check sleep.BUG_NO_LAST_THIEF sleep.pml fail safety -DBUG_NO_LAST_THIEF
 check sleep.BUG_WORD_LATE    sleep.pml fail safety -DBUG_WORD_LATE
 check sleep.BUG_NO_RECHECK.liveness sleep.pml fail ltl:all_work_done -DBUG_NO_RECHECK
+check sleep.BUG_ASLEEP_COUNTS sleep.pml fail safety -DBUG_ASLEEP_COUNTS
+check sleep.guest.BUG_ASLEEP_COUNTS sleep.pml fail safety -DGUEST -DBUG_ASLEEP_COUNTS
 check sleep.guest             sleep.pml pass safety -DGUEST
 check sleep.guest.liveness    sleep.pml pass ltl:all_work_done -DGUEST
 check sleep.guest.BUG_GUEST_NO_WAKE sleep.pml fail safety -DGUEST -DBUG_GUEST_NO_WAKE

@@ -1,16 +1,19 @@
 // Callers that run their own roots (pool_options::callers_run_roots, pool::run_root_here): right
 // answers on every pool, a caller that runs nothing but its own root's strand, a sleeping lazy
 // pool that still steals the caller's continuations (no lost wake-up), exceptions, more callers
-// than guest slots, nesting, observers, and a destructor that waits for a caller's root.
+// than guest slots, nesting, observers, and a destructor that waits for a caller's root. A plain
+// thread reading a future runs the task itself if it has not started (and never with hand-off).
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -323,7 +326,148 @@ TEST_P(caller_runs, chains_move_between_callers_and_workers_without_loss) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
+// ---- A plain thread that reads a future runs its unstarted task itself ---------------------
+
+/// Occupies one worker until `release`: counts itself in `started` first.
+task<int> occupies_a_worker(std::atomic<int> *started, std::atomic<int> *release) {
+  started->fetch_add(1);
+  EXPECT_TRUE(spin_until(*release, std::chrono::seconds(20)));
+  co_return 0;
+}
+
+/// Every worker of `p` busy until `release` is set: the futures to read afterwards.
+std::vector<magpie::future<int>> occupy_workers(magpie::pool &p, std::atomic<int> &release) {
+  std::atomic<int> started{0};
+  std::vector<magpie::future<int>> busy;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    busy.push_back(magpie::spawn(p, occupies_a_worker, &started, &release));
+  }
+  while (started.load() < static_cast<int>(p.size())) {
+    std::this_thread::yield();
+  }
+  return busy;
+}
+
+task<std::thread::id> which_thread() { co_return std::this_thread::get_id(); }
+
+task<long> forks_then_throws(int n) {
+  long a = 0;
+  co_await fork(&a, fib, n);
+  co_await join();
+  throw std::runtime_error("helped " + std::to_string(a));
+}
+
+TEST_P(caller_runs, a_future_read_on_a_plain_thread_runs_its_unstarted_task_there) {
+  for (int r = 0; r < scaled(5, 2); ++r) {
+    std::atomic<int> release{0};
+    auto busy = occupy_workers(*m_pool, release);
+    // Every worker is taken: the task is still queued when get() looks, and get() runs it here
+    // (before the workers are free: the reader's root is independent of them).
+    auto f = magpie::spawn(*m_pool, which_thread);
+    EXPECT_EQ(f.get(), std::this_thread::get_id());
+    // So does wait(), and a task that forks and throws: the exception reaches the reader.
+    auto g = magpie::spawn(*m_pool, forks_then_throws, 10);
+    g.wait();
+    EXPECT_TRUE(g.is_ready());
+    EXPECT_THROW((void)g.get(), std::runtime_error);
+    // A wait with a deadline never runs the task (it would ignore the deadline).
+    auto h = magpie::spawn(*m_pool, which_thread);
+    EXPECT_EQ(h.wait_for(std::chrono::milliseconds(5)), std::future_status::timeout);
+    EXPECT_FALSE(h.is_ready());
+    release.store(1);
+    for (auto &b : busy) {
+      EXPECT_EQ(b.get(), 0);
+    }
+    (void)h.get(); // a worker runs it, or this thread if it is still queued
+  }
+}
+
+TEST_P(caller_runs, a_helped_task_that_waits_is_finished_by_a_worker) {
+  for (int r = 0; r < scaled(5, 2); ++r) {
+    std::atomic<int> release{0};
+    auto busy = occupy_workers(*m_pool, release);
+    magpie::sync::event e;
+    std::atomic<int> parked{0};
+    auto f = magpie::spawn(*m_pool, parks_on, &e, &parked);
+    std::thread setter([&] {
+      wait_for(parked); // parked on the reader's thread, which then waits
+      release.store(1); // a worker will resume it
+      e.set();
+    });
+    EXPECT_EQ(f.get(), 42);
+    setter.join();
+    for (auto &b : busy) {
+      EXPECT_EQ(b.get(), 0);
+    }
+  }
+}
+
+task<long> fib_or_throw(int n) {
+  if (n % 5 == 0) {
+    throw std::runtime_error("five");
+  }
+  long v = 0;
+  co_await call(&v, fib, n);
+  co_return v;
+}
+
+TEST_P(caller_runs, readers_and_workers_race_for_unstarted_tasks) {
+  // Many threads spawn and read at once while workers take the same jobs: each task runs exactly
+  // once (its value or exception reaches its reader), and the destructor finds every root ended
+  // (the watchdog turns a miscount into a failure rather than a hang).
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 3; ++t) {
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < scaled(400, 60); ++i) {
+        int const n = (i + t) % 12;
+        auto f = magpie::spawn(*m_pool, fib_or_throw, n);
+        try {
+          if (f.get() != serial_fib(n) || n % 5 == 0) {
+            wrong.fetch_add(1);
+          }
+        } catch (std::runtime_error const &) {
+          if (n % 5 != 0) {
+            wrong.fetch_add(1);
+          }
+        }
+      }
+    });
+  }
+  for (auto &t : ts) {
+    t.join();
+  }
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_P(caller_runs, a_reader_that_helps_still_gets_a_thief_for_its_continuations) {
+  if (GetParam().workers < 2) {
+    GTEST_SKIP() << "a one-worker pool does not steal from its callers";
+  }
+  // The spawn wakes a sleeping worker for its job; the reader then runs the task itself, and the
+  // task needs a thief. The reader counts on the woken worker (on its way) instead of waking
+  // another: that worker must steal.
+  std::atomic<int> timeouts{0};
+  for (int r = 0; r < scaled(20, 6); ++r) {
+    std::this_thread::sleep_for(std::chrono::microseconds(r % 3 == 0 ? 20'000 : 1'000));
+    auto f = magpie::spawn(*m_pool, needs_a_thief, &timeouts);
+    EXPECT_EQ(f.get(), 1);
+  }
+  EXPECT_EQ(timeouts.load(), 0) << "a continuation of the helped task was never stolen";
+}
+
 INSTANTIATE_TEST_SUITE_P(pools, caller_runs, ::testing::ValuesIn(shapes()), shape_name);
+
+TEST(caller_runs_lifetime, hand_off_pools_never_run_a_future_on_its_reader) {
+  watchdog dog(current_test_name());
+  magpie::pool_options o;
+  o.workers = 1;
+  o.callers_run_roots = false;
+  magpie::pool pool(o, magpie::idle_policy::lazy);
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_NE(magpie::spawn(pool, which_thread).get(), std::this_thread::get_id());
+  }
+}
 
 TEST(caller_runs_lifetime, the_destructor_waits_for_a_callers_root_and_refuses_new_ones) {
   watchdog dog(current_test_name());

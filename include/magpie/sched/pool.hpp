@@ -223,6 +223,15 @@ private:
   /// submit_root does (throws pool_closed once the destructor has begun): call finish_root()
   /// once the root has completed. docs/protocols.md §5.2.
   bool run_root_here(job *j);
+  /// As run_root_here, for a job that stands for a root already counted in flight by
+  /// submit_root (a spawned task whose reader, a plain thread, runs it itself instead of waiting
+  /// for a worker: sync::detail::spawned). Counts nothing and never throws pool_closed: the root
+  /// it stands for was accepted, and the destructor waits for it. Once the guest slot and its
+  /// stack are ready, and before the guest becomes visible to thieves, calls `admit(j)`, which
+  /// claims the root; if it returns false (a worker took the root first) the slot is released
+  /// and nothing runs. False, having done nothing, under the same conditions as run_root_here
+  /// or when `admit` refuses; throws what the slot's stack allocation throws.
+  bool help_root_here(job *j, bool (*admit)(job *j) noexcept);
   /// Number of guest slots (see run_root_here): size(), or 0 without callers_run_roots.
   std::size_t guest_slots() const noexcept { return m_guests.size(); }
 
@@ -285,6 +294,8 @@ private:
   void run_batch(detail::worker &w, job *j);
   void idle(detail::worker &w);
   detail::worker *claim_guest() noexcept;
+  bool thief_on_its_way() const noexcept;
+  bool run_as_guest(job *j, bool (*admit)(job *j) noexcept);
   bool keep_chain(core::stacklet *chain) noexcept;
   bool is_guest(detail::worker const &w) const noexcept;
   bool steal_from(detail::worker &w, detail::worker &victim, std::size_t index);
@@ -362,6 +373,9 @@ inline void pool_access::run_stale_local(pool &s, job const *newest,
                                          bool (*stale)(job const *j) noexcept,
                                          void (*drop)(job *j) noexcept) noexcept {
   s.run_stale_local(newest, stale, drop);
+}
+inline bool pool_access::help_root_here(pool &s, job *j, bool (*admit)(job *j) noexcept) {
+  return s.help_root_here(j, admit);
 }
 inline std::size_t pool_access::guest_slots(pool const &s) noexcept { return s.guest_slots(); }
 inline void pool_access::open_submission(pool &s) { s.open_submission(); }

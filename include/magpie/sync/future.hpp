@@ -28,7 +28,12 @@
 // the same pool, runs it itself at once — as a called child, on its own worker and stack — and
 // the pool's job, when it comes, finds it taken and only drops its reference. So awaiting a
 // spawned task never waits for a queue (no priority inversion, no idle worker), and a
-// one-worker pool whose tasks await each other's unstarted futures cannot deadlock.
+// one-worker pool whose tasks await each other's unstarted futures cannot deadlock. Likewise a
+// plain thread's get() or wait() (not wait_for) on a pool that runs callers' roots
+// (pool_options::callers_run_roots, the default) runs an unstarted task itself, as a guest of
+// the pool, as sync_wait runs its root: the reader does not wait for a worker to wake up and
+// take the job, and idle workers steal the task's continuations. A task that waits on something
+// is finished by a worker, and the reader then waits for it.
 //
 // Destroyed unread, a future detaches: the task still runs (the pool's destructor waits for it);
 // its value is destroyed with the state; its exception, if any, goes to the unobserved-exception
@@ -348,6 +353,9 @@ public:
   /// std::logic_error on a worker of the task's pool while the task is not done.
   void wait() const {
     prepare_block();
+    if (!m_state->ready()) {
+      m_state->help_from_thread(); // an unstarted task runs here (see the top of this file)
+    }
     m_state->wait_until(static_cast<std::chrono::steady_clock::time_point const *>(nullptr));
   }
 

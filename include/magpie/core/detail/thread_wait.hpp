@@ -15,6 +15,7 @@
 #include <ctime>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "magpie/core/detail/pause.hpp"
 
@@ -68,6 +69,15 @@ inline constexpr std::chrono::nanoseconds poll_ceiling{100'000};
 /// runnable threads than cores, the workers it waits for get the core.
 inline constexpr std::chrono::nanoseconds poll_yield_after{8'000};
 
+/// Set on a thread that has just woken a sleeping worker (the pool's wake-up, src/pool/sleep.cpp),
+/// cleared by its next wait_for_done, which then yields its core between polls from the start:
+/// the operating system often queues the woken worker on the waker's own core, where polling
+/// without yielding would hold it off until the waker's time slice ends.
+inline bool &woke_a_sleeper() noexcept {
+  thread_local bool woke = false;
+  return woke;
+}
+
 /// The calling thread's polling budget (thread_wait.hpp; tests read it).
 inline std::chrono::nanoseconds &poll_budget() noexcept {
   thread_local std::chrono::nanoseconds budget = poll_floor;
@@ -116,7 +126,7 @@ bool wait_for_done(std::atomic<std::uintptr_t> &word, void const *key,
   auto const is_done = [&] { return word.load(std::memory_order_acquire) == word_done; };
   auto const start = steady_clock::now();
   auto const until = start + poll_budget();
-  auto const yield_from = start + poll_yield_after;
+  auto const yield_from = std::exchange(woke_a_sleeper(), false) ? start : start + poll_yield_after;
   steady_clock::time_point yielding_since{}; // the first yield; then the CPU time at that point
   std::chrono::nanoseconds cpu_since{0};
   // Whether the thread shared its core while it yielded (less than half the time on its CPU,

@@ -56,6 +56,8 @@ struct pool_access {
   /// pool::run_stale_local.
   static void run_stale_local(pool &s, job const *newest, bool (*stale)(job const *j) noexcept,
                               void (*drop)(job *j) noexcept) noexcept;
+  /// pool::help_root_here.
+  static bool help_root_here(pool &s, job *j, bool (*admit)(job *j) noexcept);
   /// pool::guest_slots.
   static std::size_t guest_slots(pool const &s) noexcept;
   /// pool::open_submission.

@@ -10,7 +10,9 @@
 //   2. claim: whoever first moves `m_claim` away from `unclaimed` runs the task — the pool's
 //      worker running the job (`started`: the task starts as a root), or a task of the same pool
 //      that awaits the future before the job ran (`helped`: the task runs as its called child,
-//      on the waiting worker, at once). The loser does nothing (the job just drops its reference).
+//      on the waiting worker, at once), or a plain thread reading the future (`helped` too: the
+//      task runs as a root on a guest slot of the pool, help_from_thread). The loser does nothing
+//      (the job just drops its reference).
 //   3. complete (exactly once, by the runner): the callable and the arguments are destroyed, the
 //      kind-specific `finished()` publishes the result (a future) or counts down (a group), then
 //      pool::finish_root ends the in-flight count.
@@ -319,6 +321,42 @@ struct spawned : core::job, core::root_block {
     }
   }
 
+  /// On a plain thread that is about to wait for this task (a future's get() or wait()): if the
+  /// task has not started, runs it here, as a guest of m_pool (pool::help_root_here), instead of
+  /// waiting for a worker to wake up and take it; returns once its strand ends here (it
+  /// completed, or it waits and a worker will finish it). Does nothing if the task has started,
+  /// or the pool runs no guests (callers_run_roots off, an observer installed, every guest slot
+  /// taken), or a guest stack cannot be had: the caller then waits as before.
+  void help_from_thread() noexcept {
+    if (m_claim.load(std::memory_order_relaxed) != unclaimed) { // a hint; the claim decides
+      return;
+    }
+    struct helper : core::job {
+      spawned *state = nullptr;
+    };
+    helper h;
+    h.state = this;
+    h.m_run = [](core::job *j, core::context &guest) {
+      static_cast<helper *>(j)->state->start(guest);
+    };
+    // On the guest slot, before thieves see it: claim the task, or leave it to the worker that
+    // took it. The job stays counted in flight (submit_root) and is ended by complete(); its
+    // reference is dropped where it is taken back, or by run_job once it runs and finds the claim.
+    auto const admit = [](core::job *j) noexcept {
+      spawned &self = *static_cast<helper *>(j)->state;
+      if (!self.claim_for_help()) {
+        return false; // a worker started it meanwhile
+      }
+      self.m_on_complete = &helped_root_completed;
+      self.withdraw_job();
+      return true;
+    };
+    try {
+      (void)sched::detail::pool_access::help_root_here(*m_pool, &h, admit);
+    } catch (...) { // no guest stack to be had (std::bad_alloc): a worker will run the task
+    }
+  }
+
   /// On a worker of m_pool, after this helped task completed: if its job is the newest on the
   /// worker's local deque, runs it and the jobs of other helped tasks below it (each only drops
   /// its reference), so that a tree of spawn-then-await tasks keeps O(depth · fan-out) states
@@ -367,6 +405,12 @@ private:
     auto *self = static_cast<spawned *>(b);
     self->complete();
     self->release(); // the job's reference
+  }
+
+  /// The end of a task its reading thread ran (help_from_thread): the job's reference is not
+  /// ours (the job drops it), and the reader holds its own.
+  static void helped_root_completed(core::root_block *b) noexcept {
+    static_cast<spawned *>(b)->complete();
   }
 
   std::atomic<std::uint32_t> m_refs;
