@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -48,27 +49,57 @@ struct options {
   std::string clock = "steady"; ///< magpie only, with --workspan: steady | thread_cpu
 };
 
-[[noreturn]] inline void usage(char const *argv0, char const *why) {
-  std::fprintf(stderr,
-               "%s: %s\nusage: %s [--size NAME] [--workers P] [--reps R] [--warmup W] "
-               "[--max-seconds S] [--pool lazy|busy] [--star] [--variant NAME] [--placement P]\n"
-               "  [--victims uniform|weighted] [--trace FILE.json [--trace-timing "
-               "adaptive|every_event]]\n  [--workspan [--burden NS] [--clock steady|thread_cpu]]\n",
+/// An option that one binary adds to the common ones: its name ("--batch"), its usage text
+/// ("[--batch NODES]") and what to do with its value.
+struct extra_option {
+  std::string_view name;
+  std::string_view usage;
+  std::function<void(char const *value)> set;
+};
+
+/// What parse_options accepts: every common option, or (a binary whose runtimes take only a few
+/// of them, as the MPI ones) only --size, --workers, --reps and --warmup.
+enum class option_set { all, basic };
+
+[[noreturn]] inline void usage(char const *argv0, char const *why, option_set set = option_set::all,
+                               std::span<extra_option const> extra = {}) {
+  std::fprintf(stderr, "%s: %s\nusage: %s [--size NAME] [--workers P] [--reps R] [--warmup W]",
                argv0, why, argv0);
+  if (set == option_set::all) {
+    std::fprintf(stderr, " [--max-seconds S] [--pool lazy|busy] [--star] [--variant NAME] "
+                         "[--placement P]\n  [--victims uniform|weighted] [--trace FILE.json "
+                         "[--trace-timing adaptive|every_event]]\n  [--workspan [--burden NS] "
+                         "[--clock steady|thread_cpu]]");
+  }
+  for (extra_option const &e : extra) {
+    std::fprintf(stderr, " %.*s", static_cast<int>(e.usage.size()), e.usage.data());
+  }
+  std::fprintf(stderr, "\n");
   std::exit(2);
 }
 
-inline options parse_options(int argc, char **argv) {
-  options o;
+/// Parses the command line over the defaults `o`: the common options (all of them, or the basic
+/// four), then the binary's `extra` ones. Anything else is an error (usage, exit status 2).
+inline options parse_options(int argc, char **argv, options o = {},
+                             option_set set = option_set::all,
+                             std::span<extra_option const> extra = {}) {
+  auto const fail = [&](char const *why) { usage(argv[0], why, set, extra); };
   for (int i = 1; i < argc; ++i) {
     std::string_view const a = argv[i];
     auto value = [&]() -> char const * {
       if (i + 1 >= argc) {
-        usage(argv[0], "missing value after an option");
+        fail("missing value after an option");
       }
       return argv[++i];
     };
-    if (a == "--size") {
+    auto const added = std::find_if(extra.begin(), extra.end(),
+                                    [&](extra_option const &e) { return e.name == a; });
+    bool const basic = a == "--size" || a == "--workers" || a == "--reps" || a == "--warmup";
+    if (added != extra.end()) {
+      added->set(value());
+    } else if (!basic && set == option_set::basic) {
+      fail("unknown option");
+    } else if (a == "--size") {
       o.size = value();
     } else if (a == "--workers") {
       o.workers = static_cast<unsigned>(std::atoi(value()));
@@ -93,7 +124,7 @@ inline options parse_options(int argc, char **argv) {
     } else if (a == "--trace-timing") {
       std::string const timing = value();
       if (timing != "adaptive" && timing != "every_event") {
-        usage(argv[0], "--trace-timing takes adaptive or every_event");
+        fail("--trace-timing takes adaptive or every_event");
       }
       o.trace_every_event = timing == "every_event";
     } else if (a == "--workspan") {
@@ -103,15 +134,15 @@ inline options parse_options(int argc, char **argv) {
     } else if (a == "--clock") {
       o.clock = value();
     } else {
-      usage(argv[0], "unknown option");
+      fail("unknown option");
     }
   }
   if (o.workers < 1 || o.reps < 1 || o.warmup < 0 || (o.pool != "lazy" && o.pool != "busy") ||
       (o.clock != "steady" && o.clock != "thread_cpu")) {
-    usage(argv[0], "bad option value");
+    fail("bad option value");
   }
   if (o.trace_every_event && o.trace.empty()) {
-    usage(argv[0], "--trace-timing needs --trace FILE.json");
+    fail("--trace-timing needs --trace FILE.json");
   }
   return o;
 }

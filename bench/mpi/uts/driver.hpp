@@ -44,49 +44,36 @@ struct options {
   params run;
 };
 
-[[noreturn]] inline void usage(char const *argv0, char const *why) {
-  std::fprintf(stderr,
-               "%s: %s\nusage: mpirun -np N %s --size NAME [--workers W] [--reps R] [--warmup K] "
-               "[--batch NODES] [--levels L] [--capacity NODES]\n  sizes with a reference: T1-d7, "
-               "T1, T3L, T3, "
-               "T1L-paper, T3L-paper, … (bench/uts/problem.hpp)\n",
-               argv0, why, argv0);
-  std::exit(2);
-}
-
+/// The harness's basic options (--size, --workers, --reps, --warmup) and this driver's own.
 inline options parse(int argc, char **argv) {
   options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view const a = argv[i];
-    if (i + 1 >= argc) {
-      usage(argv[0], "missing value after an option");
-    }
-    char const *v = argv[++i];
-    if (a == "--size") {
-      o.size = v;
-    } else if (a == "--workers") {
-      o.workers = static_cast<unsigned>(std::atoi(v));
-    } else if (a == "--reps") {
-      o.reps = std::atoi(v);
-    } else if (a == "--warmup") {
-      o.warmup = std::atoi(v);
-    } else if (a == "--batch") {
-      o.run.batch_nodes = static_cast<std::size_t>(std::atol(v));
-    } else if (a == "--levels") {
-      o.run.batch_levels = std::atoi(v);
-    } else if (a == "--capacity") {
-      o.run.pool_capacity = static_cast<std::size_t>(std::atol(v));
-    } else {
-      usage(argv[0], "unknown option");
-    }
-  }
-  if (o.workers < 1 || o.reps < 1 || o.warmup < 0 || o.run.batch_nodes < 1 ||
-      o.run.batch_levels < 1 || o.run.pool_capacity < 1) {
-    usage(argv[0], "--workers, --reps, --batch, --levels and --capacity must be at least 1");
+  bench::extra_option const extra[] = {
+      {"--batch", "[--batch NODES]",
+       [&](char const *v) { o.run.batch_nodes = static_cast<std::size_t>(std::atol(v)); }},
+      {"--levels", "[--levels L]", [&](char const *v) { o.run.batch_levels = std::atoi(v); }},
+      {"--capacity", "[--capacity NODES]",
+       [&](char const *v) { o.run.pool_capacity = static_cast<std::size_t>(std::atol(v)); }},
+  };
+  bench::options defaults;
+  defaults.size = o.size;
+  defaults.reps = o.reps;
+  defaults.warmup = o.warmup;
+  bench::options const common =
+      bench::parse_options(argc, argv, defaults, bench::option_set::basic, extra);
+  o.size = common.size;
+  o.workers = common.workers;
+  o.reps = common.reps;
+  o.warmup = common.warmup;
+  if (o.run.batch_nodes < 1 || o.run.batch_levels < 1 || o.run.pool_capacity < 1) {
+    bench::usage(argv[0], "--batch, --levels and --capacity must be at least 1",
+                 bench::option_set::basic, extra);
   }
   o.run.max_share = std::min(o.run.max_share, o.run.pool_capacity); // a reply always fits
   if (uts::find(o.size).nodes == 0) {
-    usage(argv[0], "this size has no reference answer to check against");
+    bench::usage(argv[0],
+                 "this size has no reference answer to check against (sizes: T1-d7, T1, T3L, "
+                 "T3, T1L-paper, T3L-paper, ...: bench/uts/problem.hpp)",
+                 bench::option_set::basic, extra);
   }
   return o;
 }
