@@ -6,6 +6,7 @@
 // as magpie::mpi::NAME. Guide: docs/guide/beyond-one-machine.md.
 
 #include "magpie/io.hpp"
+#include "magpie/mpi/call_lock.hpp"
 #include "magpie/mpi/environment.hpp"
 #include "magpie/mpi/error.hpp"
 #include "magpie/mpi/operations.hpp"

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "magpie/core/detail/pause.hpp"
+#include "magpie/mpi/call_lock.hpp"
 #include "magpie/mpi/detail/wait_node.hpp"
 #include "magpie/mpi/operations.hpp"
 #include "magpie/mpi/poller.hpp"
@@ -25,6 +26,7 @@ std::atomic<std::int64_t> spin_before_park{5000};
 bool wait_node::test_once(bool first) noexcept {
   int code = MPI_SUCCESS;
   bool complete = false;
+  call_lock const lock; // under MPI_THREAD_SERIALIZED: one MPI call at a time
   switch (m_mode) {
   case one: {
     int flag = 0;
@@ -94,6 +96,7 @@ bool wait_node::test_now() noexcept {
 
 void start(op_args const &a, MPI_Request *r) {
   int code = MPI_SUCCESS;
+  call_lock const lock; // under MPI_THREAD_SERIALIZED: one MPI call at a time
   switch (a.kind) {
   case op_args::send:
     code = MPI_Isend(a.in, a.count, a.type, a.peer, a.tag, a.comm, r);

@@ -40,6 +40,7 @@
 
 #include <sys/prctl.h>
 
+#include "magpie/mpi/call_lock.hpp"
 #include "magpie/mpi/detail/wait_node.hpp"
 #include "magpie/mpi/poller.hpp"
 
@@ -139,10 +140,13 @@ private:
       }
       bool active = list != nullptr;
       adopt(list);
-      if (test()) {
-        active = true;
+      {
+        call_lock const lock; // under MPI_THREAD_SERIALIZED: the scan and the cancels
+        if (test()) {
+          active = true;
+        }
+        watch();
       }
-      watch();
       wake_finished();
       // Pause: none while hot, then doubling pauses that a submission interrupts.
       auto const now = std::chrono::steady_clock::now();
@@ -418,14 +422,17 @@ void prepare(char const *what) {
   }
   int level = MPI_THREAD_SINGLE;
   check(MPI_Query_thread(&level), "MPI_Query_thread");
-  if (level < MPI_THREAD_MULTIPLE) {
+  if (level < MPI_THREAD_SERIALIZED) {
     throw error(MPI_ERR_OTHER, (std::string(what) +
-                                ": magpie::mpi needs MPI_THREAD_MULTIPLE (tasks start "
-                                "operations on any worker while the poller tests them), "
-                                "and MPI provides only level " +
+                                ": magpie::mpi needs MPI_THREAD_SERIALIZED or MPI_THREAD_MULTIPLE "
+                                "(tasks start operations on any worker while the poller tests "
+                                "them), and MPI provides only level " +
                                 std::to_string(level))
                                    .c_str());
   }
+  // Below MULTIPLE, one MPI call at a time (release: before the poller starts and this wait goes
+  // on). MPI initialised without a magpie::mpi::environment gets here first.
+  serialize_calls.store(level < MPI_THREAD_MULTIPLE, std::memory_order_release);
   the_poller().start();
   mpi_ready.store(1, std::memory_order_release); // release: see the acquire above
 }

@@ -22,6 +22,57 @@
 #include "magpie/magpie.hpp"
 #include "magpie/mpi.hpp"
 
+// The tests' own MPI calls hold magpie::mpi's call lock, as a program's must under
+// MPI_THREAD_SERIALIZED (the serialised run, main.cpp); under MULTIPLE the lock does nothing. The
+// blocking calls become a non-blocking start and tests under the lock, each held briefly: a
+// blocking call holding it would keep this rank's tasks and poller from calling MPI meanwhile.
+namespace serial {
+template <typename F>
+int locked(F f) {
+  magpie::mpi::call_lock const lock;
+  return f();
+}
+inline int finish(MPI_Request *r, MPI_Status *status) {
+  for (;;) {
+    int flag = 0;
+    int const code = locked([&] { return ::MPI_Test(r, &flag, status); });
+    if (code != MPI_SUCCESS || flag != 0) {
+      return code;
+    }
+    std::this_thread::yield();
+  }
+}
+inline int send(void const *buf, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  int const code = locked([&] { return ::MPI_Isend(buf, n, t, dest, tag, c, &r); });
+  return code != MPI_SUCCESS ? code : finish(&r, MPI_STATUS_IGNORE);
+}
+inline int recv(void *buf, int n, MPI_Datatype t, int src, int tag, MPI_Comm c, MPI_Status *st) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  int const code = locked([&] { return ::MPI_Irecv(buf, n, t, src, tag, c, &r); });
+  return code != MPI_SUCCESS ? code : finish(&r, st);
+}
+inline int barrier(MPI_Comm c) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  int const code = locked([&] { return ::MPI_Ibarrier(c, &r); });
+  return code != MPI_SUCCESS ? code : finish(&r, MPI_STATUS_IGNORE);
+}
+} // namespace serial
+
+#define MPI_Isend(...) serial::locked([&] { return ::MPI_Isend(__VA_ARGS__); })
+#define MPI_Irecv(...) serial::locked([&] { return ::MPI_Irecv(__VA_ARGS__); })
+#define MPI_Ibarrier(...) serial::locked([&] { return ::MPI_Ibarrier(__VA_ARGS__); })
+#define MPI_Cancel(...) serial::locked([&] { return ::MPI_Cancel(__VA_ARGS__); })
+#define MPI_Test_cancelled(...) serial::locked([&] { return ::MPI_Test_cancelled(__VA_ARGS__); })
+#define MPI_Request_free(...) serial::locked([&] { return ::MPI_Request_free(__VA_ARGS__); })
+#define MPI_Get_count(...) serial::locked([&] { return ::MPI_Get_count(__VA_ARGS__); })
+#define MPI_Error_string(...) serial::locked([&] { return ::MPI_Error_string(__VA_ARGS__); })
+#define MPI_Comm_rank(...) serial::locked([&] { return ::MPI_Comm_rank(__VA_ARGS__); })
+#define MPI_Comm_size(...) serial::locked([&] { return ::MPI_Comm_size(__VA_ARGS__); })
+#define MPI_Send(...) serial::send(__VA_ARGS__)
+#define MPI_Recv(...) serial::recv(__VA_ARGS__)
+#define MPI_Barrier(...) serial::barrier(__VA_ARGS__)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -211,6 +262,16 @@ task<std::string> send_to_nowhere() {
     co_return e.what();
   }
   co_return "";
+}
+
+TEST(mpi_errors, an_environment_refuses_a_thread_level_magpie_cannot_work_with) {
+  // Checked before MPI is touched (MPI is initialised already here: main's environment).
+  EXPECT_THROW(magpie::mpi::environment{MPI_THREAD_FUNNELED}, std::invalid_argument);
+  EXPECT_THROW(magpie::mpi::environment{MPI_THREAD_SINGLE}, std::invalid_argument);
+  // A second environment over an initialised MPI only reads its level, and leaves MPI alone.
+  magpie::mpi::environment again;
+  EXPECT_FALSE(again.owns_mpi());
+  EXPECT_EQ(again.serialised(), magpie::mpi::detail::serialize_calls.load());
 }
 
 TEST(mpi_errors, an_invalid_rank_throws_with_mpi_s_text) {
@@ -484,6 +545,47 @@ task<long> stress(int rounds, magpie::pool *pool, magpie::channel<long> *ch, lon
   long const mine = co_await total;
   *local = mine;
   co_return co_await mpi::iallreduce(mine, std::plus<>{}, MPI_COMM_WORLD);
+}
+
+/// Messages to this rank itself, one at a time, while another task's receive keeps the poller
+/// scanning: MPI calls from the workers and from the poller at once.
+task<long> self_traffic(int messages) {
+  long sum = 0;
+  for (int i = 0; i < messages; ++i) {
+    MPI_Request s = MPI_REQUEST_NULL;
+    MPI_Isend(&i, 1, MPI_INT, rank(), 2000, MPI_COMM_WORLD, &s);
+    sum += co_await mpi::irecv<int>(rank(), 2000, MPI_COMM_WORLD);
+    co_await mpi::wait(s);
+  }
+  co_return sum;
+}
+
+task<int> late_receive() { co_return co_await mpi::irecv<int>(left(), 2001, MPI_COMM_WORLD); }
+
+task<long> traffic_beside_a_late_receive(int messages, magpie::pool *pool) {
+  magpie::future<int> late = magpie::spawn(*pool, late_receive);
+  long total = 0;
+  {
+    std::vector<magpie::future<long>> flows;
+    for (int k = 0; k < 2; ++k) {
+      flows.push_back(magpie::spawn(*pool, self_traffic, messages));
+    }
+    for (auto &f : flows) {
+      total += co_await f;
+    }
+  }
+  co_await mpi::isend(rank(), right(), 2001, MPI_COMM_WORLD); // now the late receives complete
+  EXPECT_EQ(co_await late, left());
+  co_return total;
+}
+
+TEST(mpi_stress, workers_and_the_poller_call_mpi_at_once) {
+  // Under MPI_THREAD_SERIALIZED (the serialised run) none of these calls may overlap another:
+  // main.cpp fails the run if any did (serial_check.cpp).
+  int const messages = 2000;
+  magpie::lazy_pool pool(3);
+  long const expected = 2L * messages * (messages - 1) / 2;
+  EXPECT_EQ(magpie::sync_wait(pool, traffic_beside_a_late_receive, messages, &pool), expected);
 }
 
 TEST(mpi_stress, fork_join_mpi_waits_and_a_channel) {

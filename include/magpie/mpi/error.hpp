@@ -15,6 +15,8 @@
 #include <string>
 #include <system_error>
 
+#include "magpie/mpi/call_lock.hpp"
+
 namespace magpie::mpi {
 
 /// An MPI call failed. `code()` is MPI's error code (MPI_Error_class gives its class); `what()`
@@ -30,6 +32,7 @@ public:
   /// The class of code() (MPI_ERR_RANK, MPI_ERR_TRUNCATE, …), from MPI_Error_class.
   int error_class() const noexcept {
     int cls = MPI_ERR_UNKNOWN;
+    call_lock const lock; // under MPI_THREAD_SERIALIZED
     MPI_Error_class(m_code, &cls);
     return cls;
   }
@@ -38,6 +41,7 @@ private:
   static std::string describe(int code, char const *operation) {
     char text[MPI_MAX_ERROR_STRING] = {};
     int length = 0;
+    call_lock const lock; // under MPI_THREAD_SERIALIZED (a thread may hold it already: it counts)
     if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) {
       length = 0;
     }

@@ -33,6 +33,7 @@
 
 #include "magpie/core/frame.hpp"
 #include "magpie/core/stop_token.hpp"
+#include "magpie/mpi/call_lock.hpp"
 #include "magpie/mpi/detail/wait_node.hpp"
 #include "magpie/mpi/error.hpp"
 
@@ -225,8 +226,11 @@ struct op_awaitable : wait_awaitable {
     try {
       return wait_awaitable::await_suspend(h);
     } catch (...) {
-      MPI_Cancel(&m_request);
-      MPI_Wait(&m_request, MPI_STATUS_IGNORE);
+      {
+        call_lock const lock; // under MPI_THREAD_SERIALIZED
+        MPI_Cancel(&m_request);
+        MPI_Wait(&m_request, MPI_STATUS_IGNORE);
+      }
       throw;
     }
   }

@@ -35,7 +35,7 @@
 //     sender never sends keeps the pool's destructor waiting; give it a deadline or a stop
 //     token);
 //   - as every wait, inside a fork–join scope it throws std::logic_error, on a closed pool
-//     pool_closed (the requests stay pending), without MPI_THREAD_MULTIPLE magpie::mpi::error.
+//     pool_closed (the requests stay pending), below MPI_THREAD_SERIALIZED magpie::mpi::error.
 
 #include <mpi.h>
 
