@@ -14,10 +14,14 @@
 //     all) while no request is pending. While requests are pending it polls: continuously (a
 //     yield between two scans of the pending requests) for `hot_window` after the last submission
 //     or completion — so ping-pong traffic sees microsecond latency — then with pauses that double
-//     from `first_pause` to `longest_pause`, so that a task waiting long on a receive whose
-//     sender is late costs about one scan (one MPI_Testany) per millisecond. A submission wakes the
+//     from `first_pause` to `longest_pause`, and then, as the quiet goes on, on up to 1/100 of
+//     the time it has lasted (at most `longest_rest_pause`): a task waiting long on a receive
+//     whose sender is late costs about one scan (one MPI_Testany) per millisecond for the first
+//     100 ms, then ever fewer (a 5 s wait: ~500 scans instead of 5,000). A submission wakes the
 //     thread from a pause at once. The price of the back-off is latency on a request that
-//     completes after a long quiet spell: up to `longest_pause`.
+//     completes after a long quiet spell: up to `longest_pause`, or 1 % of the quiet beyond
+//     100 ms. A pending wait with a stop token keeps the pauses at `longest_pause` (its stop is
+//     seen at the next scan).
 // Before a task parks at all, it tests its request on its own worker for a few microseconds
 // (src/mpi/operations.cpp, set_spin_before_park): a partner that answers at once is caught
 // there, and request–reply traffic never pays the poller's hand-off and the pool's wake-up.
@@ -50,9 +54,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr auto hot_window = 200us;  // poll without pausing this long after any activity
-constexpr auto first_pause = 20us;  // then pause this long between polls, doubling …
-constexpr auto longest_pause = 1ms; // … up to this
+constexpr auto hot_window = 200us;        // poll without pausing this long after any activity
+constexpr auto first_pause = 20us;        // then pause this long between polls, doubling …
+constexpr auto longest_pause = 1ms;       // … up to this, …
+constexpr int rest_share = 100;           // … then up to 1/rest_share of the quiet so far, …
+constexpr auto longest_rest_pause = 50ms; // … at most this
 
 /// One pending request of a mode-one or mode-all wait, in the array MPI_Testany scans.
 struct slot {
@@ -169,7 +175,14 @@ private:
         m_wake.wait_for(lock, wait, [this] { return m_quit || m_incoming != nullptr; });
         m_sleeping = false;
       }
-      pause = std::min<std::chrono::microseconds>(pause * 2, longest_pause);
+      auto cap = std::chrono::duration_cast<std::chrono::microseconds>(longest_pause);
+      if (!m_any_stoppable) { // a long rest: pauses of 1 % of the quiet so far
+        cap = std::clamp(std::chrono::duration_cast<std::chrono::microseconds>(
+                             (now - last_activity) / rest_share),
+                         cap,
+                         std::chrono::duration_cast<std::chrono::microseconds>(longest_rest_pause));
+      }
+      pause = std::min<std::chrono::microseconds>(pause * 2, cap);
     }
   }
 
@@ -309,12 +322,15 @@ private:
   /// Deadlines and stop tokens of the waits still pending.
   void watch() noexcept {
     m_earliest = no_deadline;
+    m_any_stoppable = false;
     nanos now = 0;
     for (wait_node *node : m_nodes) {
       if (node->m_finished) {
         continue;
       }
-      if (!node->m_cancelling && node->m_stop.stop_possible() && node->m_stop.stop_requested()) {
+      bool const stoppable = node->m_stop.stop_possible();
+      m_any_stoppable = m_any_stoppable || stoppable;
+      if (!node->m_cancelling && stoppable && node->m_stop.stop_requested()) {
         node->m_cancelling = true;
         for (std::size_t i = 0; i < m_slots.size(); ++i) {
           if (m_slots[i].node == node && m_requests[i] != MPI_REQUEST_NULL) {
@@ -388,6 +404,7 @@ private:
   std::vector<wait_node *> m_nodes;    // every pending wait, oldest first
   std::vector<wait_node *> m_done;
   nanos m_earliest = no_deadline;
+  bool m_any_stoppable = false; // a pending wait has a stop token (watch()): short pauses
 
   std::atomic<std::size_t> m_pending{0};
   std::atomic<std::uint64_t> m_submitted{0};
