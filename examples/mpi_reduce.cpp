@@ -27,6 +27,22 @@ magpie::task<long> sum_of_squares(long n, int rank, int ranks) {
 }
 // [reduce]
 
+// [own_call]
+// A raw MPI call of the program's own, awaited by a task: each rank passes its rank to the right.
+magpie::task<int> from_the_left(int rank, int ranks) {
+  int const mine = rank;
+  MPI_Request request = MPI_REQUEST_NULL;
+  {
+    magpie::mpi::call_lock lock; // needed under MPI_THREAD_SERIALIZED; nothing under MULTIPLE
+    MPI_Isend(&mine, 1, MPI_INT, (rank + 1) % ranks, 7, MPI_COMM_WORLD, &request);
+  }
+  int const theirs =
+      co_await magpie::mpi::irecv<int>((rank + ranks - 1) % ranks, 7, MPI_COMM_WORLD);
+  co_await magpie::mpi::wait(request); // tested by magpie (under the lock where there is one)
+  co_return theirs;
+}
+// [own_call]
+
 int main(int argc, char **argv) {
   // [main]
   magpie::mpi::environment env(argc, argv); // MPI_Init_thread(MPI_THREAD_MULTIPLE)
@@ -37,7 +53,16 @@ int main(int argc, char **argv) {
     total = magpie::sync_wait(pool, sum_of_squares, n, env.rank(), env.size());
   }
   // [main]
+  int left = -1;
+  {
+    magpie::lazy_pool pool(1);
+    left = magpie::sync_wait(pool, from_the_left, env.rank(), env.size());
+  }
   long const expected = n * (n + 1) * (2 * n + 1) / 6;
+  if (left != (env.rank() + env.size() - 1) % env.size()) {
+    std::printf("rank %d: WRONG value from the left: %d\n", env.rank(), left);
+    return 1;
+  }
   if (env.rank() == 0) {
     std::printf("sum of the squares of 1..%ld over %d ranks = %ld: %s\n", n, env.size(), total,
                 total == expected ? "ok" : "WRONG");
