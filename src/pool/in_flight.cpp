@@ -122,6 +122,23 @@ void pool::resubmit(job *j, std::size_t worker) noexcept {
   unhold(); // point of no return: the destructor may free the pool after this
 }
 
+bool pool::others_waiting_here() const noexcept {
+  detail::worker const *const own = calling_worker();
+  if (own == nullptr || is_guest(*own)) {
+    return false; // a guest runs only its own root's strand: nothing waits for it
+  }
+  return !own->targeted.empty() || !own->resumed.empty() || own->queued.resumed_waiting();
+}
+
+void pool::requeue_here(job *j) noexcept {
+  detail::worker &own = *calling_worker();
+  // Behind the resumed tasks already queued here (FIFO), before new roots. No wake-up: we are
+  // active, so a thief is awake (§6), as for a push on our own deques; the push is seq_cst for
+  // a would-be sleeper's re-check all the same.
+  own.queued.push_resumed(j);
+  unhold_on(own); // on our worker: the pool outlives this call
+}
+
 void pool::unhold() noexcept {
   if (detail::worker *const own = calling_worker()) {
     unhold_on(*own);

@@ -47,6 +47,16 @@ long pool::submitter_worker() const noexcept {
   return -1;
 }
 
+namespace {
+/// Claims worker `w`'s idle hint: true if it looked idle, and the next submitter then looks
+/// elsewhere. A hint only (no edge). Read before the exchange: a busy worker's flag (the common
+/// case under load) is not written, so its line is not taken from the worker by every submission.
+bool claim_idle(detail::worker &w) noexcept {
+  return w.idle.load(std::memory_order_relaxed) &&
+         w.idle.exchange(false, std::memory_order_relaxed);
+}
+} // namespace
+
 std::size_t pool::choose_worker() noexcept {
   std::size_t const n = m_workers.size();
   if (n == 1) {
@@ -59,11 +69,11 @@ std::size_t pool::choose_worker() noexcept {
   if (long const near = submitter_worker(); near >= 0) {
     // Pinned workers: the submitter's own worker or the nearest idle one (topology.cpp).
     auto const self = static_cast<std::size_t>(near);
-    if (m_workers[self]->idle.exchange(false, std::memory_order_relaxed)) { // a hint: no edge
+    if (claim_idle(*m_workers[self])) {
       return self;
     }
     for (std::size_t i : m_victims->nearest(self)) {
-      if (m_workers[i]->idle.exchange(false, std::memory_order_relaxed)) { // a hint: no edge
+      if (claim_idle(*m_workers[i])) {
         return i;
       }
     }
@@ -71,8 +81,7 @@ std::size_t pool::choose_worker() noexcept {
   }
   for (std::size_t k = 0; k < n; ++k) {
     std::size_t const i = (start + k) % n;
-    // A hint only; claiming it (exchange) steers the next submitter elsewhere.
-    if (m_workers[i]->idle.exchange(false, std::memory_order_relaxed)) {
+    if (claim_idle(*m_workers[i])) {
       return i;
     }
   }

@@ -32,6 +32,7 @@ public:
     std::lock_guard lock(m_mutex, std::adopt_lock);
     (m_resumed_tail != nullptr ? m_resumed_tail->m_next : m_resumed_head) = j;
     m_resumed_tail = j;
+    m_resumed_waiting.store(true, std::memory_order_relaxed); // under the mutex; a hint
     published_push();
   }
 
@@ -79,6 +80,7 @@ public:
       m_resumed_head = j->m_next;
       if (m_resumed_head == nullptr) {
         m_resumed_tail = nullptr;
+        m_resumed_waiting.store(false, std::memory_order_relaxed); // under the mutex; a hint
       }
       j->m_next = nullptr;
     } else if (std::size_t const level = pick_root_level(local_normal); level != levels) {
@@ -101,6 +103,12 @@ public:
 
   /// Any thread; seq_cst: see published_push.
   bool empty() const noexcept { return m_size.load(std::memory_order_seq_cst) == 0; }
+
+  /// Any thread: a hint that resumed tasks wait here (pool::others_waiting_here). relaxed: no
+  /// edge is needed; a stale answer only makes a yield go on at once, or come back first.
+  bool resumed_waiting() const noexcept {
+    return m_resumed_waiting.load(std::memory_order_relaxed);
+  }
 
 private:
   /// Under the mutex, after a push.
@@ -145,9 +153,10 @@ private:
   std::mutex m_mutex;
   job *m_resumed_head = nullptr; // resumed tasks, FIFO (guarded by m_mutex)
   job *m_resumed_tail = nullptr;
-  root_ring m_roots[levels];       // guarded by m_mutex
-  std::uint32_t m_picks = 0;       // root picks so far (guarded by m_mutex)
-  std::uint32_t m_rotor = 0;       // rotation among lower levels (guarded by m_mutex)
+  std::atomic<bool> m_resumed_waiting{false}; // m_resumed_head != nullptr (stored under m_mutex)
+  root_ring m_roots[levels];                  // guarded by m_mutex
+  std::uint32_t m_picks = 0;                  // root picks so far (guarded by m_mutex)
+  std::uint32_t m_rotor = 0;                  // rotation among lower levels (guarded by m_mutex)
   std::uint32_t m_local_picks = 0; // normal picks while the local deque had work (m_mutex)
   std::atomic<std::size_t> m_size{0};
 };

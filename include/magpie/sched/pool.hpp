@@ -232,6 +232,16 @@ private:
   /// and nothing runs. False, having done nothing, under the same conditions as run_root_here
   /// or when `admit` refuses; throws what the slot's stack allocation throws.
   bool help_root_here(job *j, bool (*admit)(job *j) noexcept);
+  /// On a worker of this pool (not a guest): true if tasks resumed from elsewhere wait for the
+  /// calling worker — jobs aimed at it, tasks its own tasks resumed, or resumed tasks in its
+  /// queue (woken by a timer, a descriptor, another thread). A hint, for yield(). False on any
+  /// other thread.
+  bool others_waiting_here() const noexcept;
+  /// On a worker of this pool, in the await_suspend of a task that took a hold (executor::hold)
+  /// and parked: queues `j`, which resumes it, behind the resumed tasks already waiting in the
+  /// calling worker's queue, and ends the hold. No wake-up: the worker is active (§6). Never
+  /// throws. From the push on, `j` may run: touch neither it nor its task.
+  void requeue_here(job *j) noexcept;
   /// Number of guest slots (see run_root_here): size(), or 0 without callers_run_roots.
   std::size_t guest_slots() const noexcept { return m_guests.size(); }
 
@@ -378,6 +388,10 @@ inline bool pool_access::help_root_here(pool &s, job *j, bool (*admit)(job *j) n
   return s.help_root_here(j, admit);
 }
 inline std::size_t pool_access::guest_slots(pool const &s) noexcept { return s.guest_slots(); }
+inline bool pool_access::others_waiting_here(pool const &s) noexcept {
+  return s.others_waiting_here();
+}
+inline void pool_access::requeue_here(pool &s, job *j) noexcept { s.requeue_here(j); }
 inline void pool_access::open_submission(pool &s) { s.open_submission(); }
 inline void pool_access::submit_to(pool &s, std::size_t index, job *j) noexcept {
   s.submit_to(index, j);

@@ -58,6 +58,10 @@ struct pool_access {
                               void (*drop)(job *j) noexcept) noexcept;
   /// pool::help_root_here.
   static bool help_root_here(pool &s, job *j, bool (*admit)(job *j) noexcept);
+  /// pool::others_waiting_here.
+  static bool others_waiting_here(pool const &s) noexcept;
+  /// pool::requeue_here.
+  static void requeue_here(pool &s, job *j) noexcept;
   /// pool::guest_slots.
   static std::size_t guest_slots(pool const &s) noexcept;
   /// pool::open_submission.
