@@ -4,7 +4,7 @@
 // ("Entering the pool from ordinary code") describes the cases; problem.hpp the answers checked.
 //
 //   edges [--quick] [--rounds R] [--workers 1,2] [--runtimes serial,magpie-lazy,...]
-//         [--only loops,reduce,roots,spawn,asleep,wake,find,idle] [--slot-ms MS]
+//         [--only loops,reduce,roots,spawn,group,asleep,wake,find,idle] [--slot-ms MS]
 //         [--wake-samples N] [--wake-idle S] [--idle-seconds S]
 //
 // Prints a table (median, p99 and minimum of the samples pooled over the rounds) and one
@@ -51,13 +51,14 @@ struct config {
 };
 
 [[noreturn]] void usage(char const *argv0, char const *why) {
-  std::fprintf(stderr,
-               "%s: %s\nusage: %s [--quick] [--rounds R] [--workers 1,2] [--runtimes "
-               "serial,magpie-lazy,magpie-lazy-handoff,magpie-busy,magpie-busy-handoff,tbb,omp]\n"
-               "  [--only "
-               "loops,reduce,roots,spawn,asleep,wake,find,idle] [--slot-ms MS] [--wake-samples N]\n"
-               "  [--wake-idle S] [--idle-seconds S]\n",
-               argv0, why, argv0);
+  std::fprintf(
+      stderr,
+      "%s: %s\nusage: %s [--quick] [--rounds R] [--workers 1,2] [--runtimes "
+      "serial,magpie-lazy,magpie-lazy-handoff,magpie-busy,magpie-busy-handoff,tbb,omp]\n"
+      "  [--only "
+      "loops,reduce,roots,spawn,group,asleep,wake,find,idle] [--slot-ms MS] [--wake-samples N]\n"
+      "  [--wake-idle S] [--idle-seconds S]\n",
+      argv0, why, argv0);
   std::exit(2);
 }
 
@@ -141,8 +142,8 @@ config parse(int argc, char **argv) {
     }
   }
   for (auto const &o : c.only) {
-    if (o != "loops" && o != "reduce" && o != "roots" && o != "spawn" && o != "asleep" &&
-        o != "wake" && o != "find" && o != "idle") {
+    if (o != "loops" && o != "reduce" && o != "roots" && o != "spawn" && o != "group" &&
+        o != "asleep" && o != "wake" && o != "find" && o != "idle") {
       usage(argv[0], "unknown case in --only");
     }
   }
@@ -408,6 +409,31 @@ public:
     }
   }
 
+  /// Groups of 1,000 tasks started and waited for from this thread, back to back.
+  void groups() {
+    constexpr int n = 1000;
+    std::int64_t const want = std::int64_t{n} * (n - 1) / 2;
+    int const calls = std::max(20, m_cfg.warm_calls / 10);
+    for (int r = 0; r < m_cfg.rounds; ++r) {
+      for (auto const &e : rotated(entrants(false), static_cast<std::size_t>(r))) {
+        auto d = open(e.runtime, e.workers);
+        row &out = m_table.at("group of 1000 from main", "us/call", e);
+        for (int i = 0; i < calls / 5; ++i) { // warm-up: checked, not kept
+          check(out, d->group(n) == want);
+        }
+        for (int i = 0; i < calls; ++i) {
+          std::int64_t const t0 = now_ns();
+          std::int64_t const got = d->group(n);
+          std::int64_t const t1 = now_ns();
+          out.samples.push_back(us_since(t0, t1));
+          check(out, got == want);
+        }
+        d.reset();
+        sleep_ms(m_cfg.settle_ms);
+      }
+    }
+  }
+
   /// Roots and spawns on runtimes whose workers have gone to sleep (a gap before each call).
   void asleep_roots_and_spawns() {
     std::string const gap = std::to_string(m_cfg.asleep_gap_ms) + " ms";
@@ -664,6 +690,10 @@ int main(int argc, char **argv) {
   if (b.wants("roots") || b.wants("spawn")) {
     phase("roots and spawns, warm");
     b.warm_roots_and_spawns();
+  }
+  if (b.wants("group")) {
+    phase("groups from main");
+    b.groups();
   }
   if (b.wants("asleep")) {
     phase("roots and spawns, asleep");

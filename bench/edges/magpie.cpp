@@ -1,6 +1,8 @@
 // edges — magpie entered from a plain thread, as a user would: the blocking algorithms with the
 // pool first (magpie::for_each(pool, v, fn), reduce, transform_reduce, find_if), sync_wait of a
-// trivial root, and spawn(...).get().
+// trivial root, spawn(...).get(), and a task_group filled and waited for from the thread.
+#include <atomic>
+#include <cstdint>
 #include <functional>
 
 #include "edges/problem.hpp"
@@ -12,6 +14,11 @@ namespace {
 magpie::task<int> trivial(int v) { co_return v + 1; }
 
 magpie::task<int> stamped(stamps *s, int v) { co_return stamp(*s, v); }
+
+magpie::task<void> add(std::atomic<std::int64_t> *sum, int i) {
+  sum->fetch_add(i, std::memory_order_relaxed);
+  co_return;
+}
 
 class magpie_door final : public door {
 public:
@@ -41,6 +48,15 @@ public:
   int root(int v) override { return magpie::sync_wait(*m_pool, trivial, v); }
   int spawn_and_get(stamps &s, int v) override {
     return magpie::spawn(*m_pool, stamped, &s, v).get();
+  }
+  std::int64_t group(int n) override {
+    std::atomic<std::int64_t> sum{0};
+    magpie::task_group g(*m_pool);
+    for (int i = 0; i < n; ++i) {
+      g.spawn(add, &sum, i);
+    }
+    g.wait();
+    return sum.load();
   }
 
 private:

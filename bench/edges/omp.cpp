@@ -87,6 +87,16 @@ public:
     out = stamp(s, v);
     return out;
   }
+  std::int64_t group(int n) override {
+    std::atomic<std::int64_t> sum{0};
+#pragma omp parallel num_threads(m_workers)
+#pragma omp single
+    for (int i = 0; i < n; ++i) {
+#pragma omp task shared(sum) firstprivate(i)
+      sum.fetch_add(i, std::memory_order_relaxed);
+    }
+    return sum.load();
+  }
 
 private:
   int m_workers;

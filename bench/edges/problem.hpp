@@ -18,6 +18,9 @@
 //   root             a trivial task: returns v + 1.
 //   spawn_and_get    a task that stamps its first and last instruction (steady_clock) and returns
 //                    v; the caller waits for it (future::get, task_group::wait, the region's end).
+//   group            n tasks started one by one from the calling thread into a group (magpie and
+//                    oneTBB task_group, OpenMP tasks of a `single`), each adding its index to a
+//                    shared sum; the caller waits for all. The sum must be n(n − 1)/2.
 
 #include <algorithm>
 #include <chrono>
@@ -79,6 +82,9 @@ public:
   virtual int root(int v) = 0;
   /// Starts a task that runs stamp(s, v), waits for it and returns its value.
   virtual int spawn_and_get(stamps &s, int v) = 0;
+  /// Starts n tasks from this thread, task i adding i to a shared sum, waits for all of them and
+  /// returns the sum.
+  virtual std::int64_t group(int n) = 0;
   /// False for the serial projection (it has no roots or spawns to measure).
   virtual bool has_tasks() const noexcept { return true; }
 };

@@ -33,6 +33,13 @@ public:
   }
   int root(int v) override { return v + 1; }
   int spawn_and_get(stamps &s, int v) override { return stamp(s, v); }
+  std::int64_t group(int n) override {
+    std::int64_t sum = 0;
+    for (int i = 0; i < n; ++i) {
+      sum += i;
+    }
+    return sum;
+  }
   bool has_tasks() const noexcept override { return false; }
 };
 

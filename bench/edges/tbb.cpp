@@ -10,6 +10,7 @@
 #include <tbb/task_group.h>
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 
 #include "edges/problem.hpp"
@@ -88,6 +89,15 @@ public:
     g.run([&] { out = stamp(s, v); });
     g.wait();
     return out;
+  }
+  std::int64_t group(int n) override {
+    std::atomic<std::int64_t> sum{0};
+    tbb::task_group g;
+    for (int i = 0; i < n; ++i) {
+      g.run([&sum, i] { sum.fetch_add(i, std::memory_order_relaxed); });
+    }
+    g.wait();
+    return sum.load();
   }
 
 private:
