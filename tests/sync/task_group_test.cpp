@@ -2,9 +2,11 @@
 // spawning into their own group, exceptions (first rethrown, the others counted), destruction
 // with unfinished children, counters by hand, and misuse.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -266,6 +268,73 @@ TEST_F(task_group_death, count_down_below_zero) {
         c.count_down();
       },
       "below zero");
+}
+
+// The spawned-state cache's depot: blocks freed on one thread past its cache's capacity are handed
+// out again, in batches, to another thread, each exactly once. Thread A allocates, B frees all
+// (overflowing into the depot), A allocates again: every block A holds at once is distinct, and a
+// pattern written to each survives until it is freed (two owners of one block would overwrite).
+TEST(state_cache, blocks_freed_on_one_thread_are_reused_on_another_exactly_once) {
+  using cache = magpie::sync::detail::state_cache;
+  constexpr std::size_t bytes = 184; // a future<long>'s state
+  constexpr std::size_t n = 6000;    // several caches' worth
+  std::vector<void *> blocks(n);
+  for (int round = 0; round < 3; ++round) {
+    for (auto &b : blocks) {
+      b = cache::allocate(bytes);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      auto *w = static_cast<std::uint64_t *>(blocks[i]);
+      for (std::size_t k = 0; k < bytes / 8; ++k) {
+        w[k] = i * 1000 + k;
+      }
+    }
+    std::vector<void *> sorted = blocks;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "round " << round;
+    long damaged = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      auto const *w = static_cast<std::uint64_t const *>(blocks[i]);
+      for (std::size_t k = 0; k < bytes / 8; ++k) {
+        damaged += w[k] != i * 1000 + k ? 1 : 0;
+      }
+    }
+    EXPECT_EQ(damaged, 0) << "round " << round;
+    std::thread([&] {
+      for (auto *b : blocks) {
+        cache::deallocate(b, bytes);
+      }
+    }).join();
+  }
+}
+
+magpie::task<void> add_index(std::atomic<long> *sum, int i) {
+  sum->fetch_add(i);
+  co_return;
+}
+
+// Plain threads fill groups that the workers run (states allocated on one thread, freed on
+// another, through the depot), while a task on the pool does the same: every child runs once.
+TEST(task_group, threads_that_spawn_while_workers_finish_share_the_state_depot) {
+  watchdog dog(current_test_name());
+  magpie::lazy_pool pool(2);
+  int const n = scaled(3000, 600);
+  auto fill = [&](int rounds) {
+    for (int r = 0; r < rounds; ++r) {
+      std::atomic<long> sum{0};
+      magpie::task_group g(pool);
+      for (int i = 0; i < n; ++i) {
+        g.spawn(add_index, &sum, i);
+      }
+      g.wait();
+      EXPECT_EQ(sum.load(), long{n} * (n - 1) / 2);
+    }
+  };
+  std::thread a(fill, 4);
+  std::thread b(fill, 4);
+  fill(2);
+  a.join();
+  b.join();
 }
 
 } // namespace

@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <tuple>
@@ -150,14 +151,25 @@ using spawn_result_t = core::async_result_t<stored_t<Fn> &&, passed_t<stored_t<A
 /// classes are 24, 40, 56 … bytes: 64-bit glibc hands out chunks of 16·k bytes holding 16·k − 8,
 /// so a block of a class fills its chunk exactly (with 64-byte classes a 184-byte future state
 /// took a 192-byte block in a 208-byte chunk; now a 184-byte block in a 192-byte chunk). Bounded:
-/// at most `cap_bytes` of blocks per class and thread (beyond that, and for larger states, plain
-/// new/delete); a thread's blocks are freed when it exits. Off under AddressSanitizer, which must
-/// see every allocation to find use-after-free.
+/// at most `cap_bytes` of blocks per class and thread; a thread's blocks are freed when it exits.
+///
+/// When one thread spawns and others finish (a plain thread or a caller's root filling a task
+/// group that the workers run), the spawner's cache runs dry and the finishers' fill up. A
+/// finisher whose cache of a class is full hands `batch` blocks to a process-wide *depot* of that
+/// class (one lock per `batch` frees), and a spawner whose cache is empty takes a batch from it
+/// (one lock per `batch` spawns), instead of a malloc and a free of another thread's chunk per
+/// task (which contended on glibc's arena lock: futex waits on both sides). The depot keeps at
+/// most `depot_bytes` per class; beyond that, and for larger states, plain new/delete. Off under
+/// AddressSanitizer, which must see every allocation to find use-after-free.
 class state_cache {
 public:
   static constexpr std::size_t classes = 32; ///< blocks of 24 … 520 bytes
   /// Bytes of free blocks kept per class and thread (≤ 3 MiB in all).
   static constexpr std::size_t cap_bytes = std::size_t{96} * 1024;
+  /// Blocks moved between a thread's cache and the depot at once.
+  static constexpr std::uint32_t batch = 32;
+  /// Bytes of free blocks the depot keeps per class (process-wide).
+  static constexpr std::size_t depot_bytes = std::size_t{1024} * 1024;
 
   /// The bytes of a block of class `c`.
   static constexpr std::size_t block_bytes(std::size_t c) noexcept { return 16 * c + 24; }
@@ -175,6 +187,9 @@ public:
       std::size_t const c = class_of(n);
       if (c < classes) {
         lists &l = local();
+        if (l.head[c] == nullptr && !l.dead) {
+          l.count[c] = depot_of(c).take(l.head[c]); // a batch of blocks other threads freed
+        }
         if (node *b = l.head[c]) {
           l.head[c] = b->next;
           --l.count[c];
@@ -191,8 +206,20 @@ public:
       std::size_t const c = class_of(n);
       if (c < classes) {
         lists &l = local();
-        if (!l.dead && l.count[c] < cap(c)) {
-          l.head[c] = ::new (p) node{l.head[c]};
+        if (!l.dead && l.count[c] >= cap(c)) {
+          // Full: the newest `batch` blocks go to the depot (or are freed if it is full).
+          node *first = l.head[c];
+          node *last = first;
+          for (std::uint32_t k = 1; k < batch; ++k) {
+            last = last->next;
+          }
+          l.head[c] = last->next;
+          l.count[c] -= batch;
+          last->next = nullptr;
+          depot_of(c).give(first, cap_depot(c));
+        }
+        if (!l.dead) {
+          l.head[c] = ::new (p) node{l.head[c], nullptr};
           ++l.count[c];
           return;
         }
@@ -208,8 +235,59 @@ private:
   static constexpr bool enabled = !MAGPIE_UNDER_ASAN;
 
   struct node {
-    node *next;
+    node *next;       ///< the next block of the list (or batch)
+    node *next_batch; ///< in the depot, on a batch's first block: the next batch
   };
+
+  /// How many batches the depot keeps of class `c`.
+  static constexpr std::uint32_t cap_depot(std::size_t c) noexcept {
+    return static_cast<std::uint32_t>(depot_bytes / (batch * block_bytes(c)));
+  }
+
+  /// Process-wide batches of free blocks of one class, each a list of exactly `batch` blocks.
+  /// Never destroyed (threads may free states during static destruction): what it holds at
+  /// exit stays reachable.
+  struct depot {
+    std::mutex mutex;
+    node *batches = nullptr; // guarded by mutex
+    std::uint32_t count = 0; // batches held (guarded by mutex)
+
+    /// Takes a batch into `head` (null if none): the number of blocks taken.
+    std::uint32_t take(node *&head) noexcept {
+      std::lock_guard lock(mutex);
+      node *b = batches;
+      if (b == nullptr) {
+        return 0;
+      }
+      batches = b->next_batch;
+      --count;
+      head = b;
+      return batch;
+    }
+
+    /// Keeps the batch `first` if fewer than `limit` are kept, else frees its blocks.
+    void give(node *first, std::uint32_t limit) noexcept {
+      {
+        std::lock_guard lock(mutex);
+        if (count < limit) {
+          first->next_batch = batches;
+          batches = first;
+          ++count;
+          return;
+        }
+      }
+      while (first != nullptr) {
+        node *next = first->next;
+        ::operator delete(first);
+        first = next;
+      }
+    }
+  };
+
+  static depot &depot_of(std::size_t c) noexcept {
+    static depot *const all = new depot[classes]; // never destroyed: see depot
+    return all[c];
+  }
   /// Trivially destructible, so usable until the thread's very end; `reaper` empties it first.
   struct lists {
     node *head[classes];
@@ -236,6 +314,8 @@ private:
   }
   static inline thread_local constinit lists state{};
 };
+static_assert(state_cache::cap(state_cache::classes - 1) >= state_cache::batch,
+              "a full cache must hold a batch for the depot");
 static_assert(state_cache::block_bytes(state_cache::class_of(24)) == 24 &&
               state_cache::block_bytes(state_cache::class_of(25)) == 40 &&
               state_cache::block_bytes(state_cache::class_of(184)) == 184 &&
