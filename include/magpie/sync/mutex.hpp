@@ -30,6 +30,8 @@
 #include <utility>
 
 #include "magpie/core/config.hpp"
+#include "magpie/core/detail/pause.hpp"
+#include "magpie/core/ext.hpp"
 #include "magpie/core/frame.hpp"
 #include "magpie/sync/detail/permits.hpp"
 #include "magpie/sync/detail/timed.hpp" // try_lock_for / try_lock_until (Linux)
@@ -51,10 +53,11 @@ namespace magpie::sync {
 /// resumption had not started; destroying it while it is held is otherwise fine for the mutex,
 /// but the holder must not unlock it afterwards.
 ///
-/// Cost: an uncontended lock or unlock is one CAS; a contended lock suspends the task (one park
-/// and, when its turn comes, one resubmission to its pool) unless it revokes a hand-off (a short
-/// internal spin lock and two CASes, no suspension); a contended unlock takes the spin lock and
-/// wakes exactly one waiter.
+/// Cost: an uncontended lock or unlock is one CAS; a contended lock on a pool of two or more
+/// workers first tries again spin_tries times, a pause apart (the holder may be running on
+/// another worker, about to unlock), then suspends the task (one park and, when its turn comes,
+/// one resubmission to its pool) unless it revokes a hand-off (a short internal spin lock and two
+/// CASes, no suspension); a contended unlock takes the spin lock and wakes exactly one waiter.
 class mutex {
 public:
   /// The bound on the mutex's unfairness: a task whose turn has come lets at most this many
@@ -69,13 +72,35 @@ public:
   ~mutex() = default;
 
   /// The awaitables of lock() and scoped_lock(). Internal.
+  /// Tries of a contended lock, a pause apart, before the task parks (on pools of 2+ workers).
+  static constexpr unsigned spin_tries = 16;
+
   template <typename Derived>
   struct lock_awaitable_base : detail::wait_awaitable<Derived> {
     /// The mutex to lock.
     mutex *m_target = nullptr;
     /// Fast path, from await_ready: succeeds without suspending when it can
     /// (sync/detail/waiter.hpp).
-    bool try_now() noexcept { return m_target->m_permits.try_take_or_revoke(*this->m_frame); }
+    bool try_now() noexcept {
+      detail::permits &p = m_target->m_permits;
+      if (p.try_take_or_revoke(*this->m_frame)) {
+        return true;
+      }
+      // Held, and the holder may be running on another worker: a few more tries before parking
+      // (a park and a resubmission cost more than a short critical section). Not on one worker,
+      // where the holder cannot be running (it waits for us to give the worker up).
+      core::executor *const home = core::ext::worker_of(*this->m_frame).home();
+      if (home == nullptr || home->workers() < 2) {
+        return false;
+      }
+      for (unsigned k = 0; k < spin_tries; ++k) {
+        core::detail::cpu_pause();
+        if (p.try_take_or_revoke(*this->m_frame)) {
+          return true;
+        }
+      }
+      return false;
+    }
     /// Slow path, under the lock: succeeds now — the mutex was free, or handed to a task that has
     /// not started yet, whose hand-off this revokes — (true), or queues `w` (false).
     bool try_or_enqueue(detail::waiter &w) noexcept {
