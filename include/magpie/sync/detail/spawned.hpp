@@ -285,8 +285,14 @@ private:
   };
 
   static depot &depot_of(std::size_t c) noexcept {
-    static depot *const all = new depot[classes]; // never destroyed: see depot
-    return all[c];
+    // Never destroyed (see depot): a union's member outlives the union's empty destructor.
+    union depots {
+      depots() noexcept : all{} {}
+      ~depots() {}
+      depot all[classes];
+    };
+    static depots d;
+    return d.all[c];
   }
   /// Trivially destructible, so usable until the thread's very end; `reaper` empties it first.
   struct lists {
