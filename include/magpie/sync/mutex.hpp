@@ -71,10 +71,10 @@ public:
   /// Releases every task and thread still waiting with magpie::abandoned_wait.
   ~mutex() = default;
 
-  /// The awaitables of lock() and scoped_lock(). Internal.
   /// Tries of a contended lock, a pause apart, before the task parks (on pools of 2+ workers).
   static constexpr unsigned spin_tries = 16;
 
+  /// The awaitables of lock() and scoped_lock(). Internal.
   template <typename Derived>
   struct lock_awaitable_base : detail::wait_awaitable<Derived> {
     /// The mutex to lock.
