@@ -22,6 +22,7 @@
 #include "magpie/core/context.hpp"
 #include "magpie/core/ext.hpp"
 #include "magpie/core/frame.hpp"
+#include "magpie/sched/detail/parked_job.hpp"
 #include "magpie/sched/job.hpp"
 #include "magpie/sched/pool.hpp"
 
@@ -30,11 +31,10 @@ namespace magpie::sched {
 namespace detail {
 
 /// Bound to its task: the job that resumes it lives in the task's own frame.
-struct resume_on_awaitable : job {
+struct resume_on_awaitable : parked_job {
   pool *m_pool;
   std::size_t m_index;
   core::frame_base *m_frame;
-  core::ext::task_handle m_task;
 
   bool await_ready() const noexcept { return false; }
 
@@ -43,8 +43,7 @@ struct resume_on_awaitable : job {
     core::context &ctx = core::ext::worker_of(*m_frame);
     pool *target = m_pool; // read now: `this` lives in the frame that the push gives away
     std::size_t const index = m_index;
-    m_task = core::ext::park(*m_frame); // our frame (and any stack_array) goes with the task
-    m_run = &run;
+    park_task(*m_frame);
     // Point of no return: from the push inside submit_to, the target may be running the task
     // (and this awaitable) or may have finished it; touch neither. submit_to also ends the
     // submission that magpie_bind opened, after which the target pool may be destroyed.
@@ -53,10 +52,6 @@ struct resume_on_awaitable : job {
   }
 
   void await_resume() const noexcept {}
-
-  static void run(job *j, core::context &ctx) {
-    core::ext::resume(static_cast<resume_on_awaitable *>(j)->m_task, ctx);
-  }
 };
 
 struct [[nodiscard("co_await it")]] resume_on_request {

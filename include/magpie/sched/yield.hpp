@@ -27,6 +27,7 @@
 #include "magpie/core/context.hpp"
 #include "magpie/core/ext.hpp"
 #include "magpie/core/frame.hpp"
+#include "magpie/sched/detail/parked_job.hpp"
 #include "magpie/sched/detail/pool_access.hpp"
 #include "magpie/sched/pool.hpp"
 
@@ -35,10 +36,9 @@ namespace magpie::sched {
 namespace detail {
 
 /// Bound to its task: the job that resumes it lives in the task's own frame.
-struct yield_awaitable : job {
+struct yield_awaitable : parked_job {
   core::frame_base *m_frame = nullptr;
   pool *m_pool = nullptr; ///< the worker's pool; null: nothing to yield to
-  core::ext::task_handle m_task;
 
   bool await_ready() const noexcept {
     return m_pool == nullptr || !pool_access::others_waiting_here(*m_pool);
@@ -53,8 +53,7 @@ struct yield_awaitable : job {
     } catch (...) {
       return self; // the pool is closing with nothing else in flight: go on here
     }
-    m_task = core::ext::park(*m_frame); // our frame (and any stack_array) goes with the task
-    m_run = &run;
+    park_task(*m_frame);
     // Point of no return: from the push the worker (or a thief) may run the task; touch neither
     // it nor this awaitable.
     pool_access::requeue_here(p, this);
@@ -62,10 +61,6 @@ struct yield_awaitable : job {
   }
 
   void await_resume() const noexcept {}
-
-  static void run(job *j, core::context &ctx) {
-    core::ext::resume(static_cast<yield_awaitable *>(j)->m_task, ctx);
-  }
 };
 
 /// What yield() returns; co_await it in a magpie task.
