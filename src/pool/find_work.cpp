@@ -59,14 +59,25 @@ bool pool::run_queued(detail::worker &w, detail::worker &from) {
 
 bool pool::try_steal(detail::worker &w) {
   std::size_t const n = m_workers.size();
-  // While callers run roots here, every other attempt goes to a guest slot (a free slot's deque
-  // is empty: the attempt fails at once). A guest has no queues: its jobs all went to workers.
-  // relaxed: a hint; a guest's continuation is also seen by work_visible (seq_cst) before a
-  // thief sleeps, and the last thief stays awake while the guest counts as active (§6).
+  // relaxed: hints. A guest's continuation or hosted root is also seen by work_visible (seq_cst)
+  // before a thief sleeps, and the last thief stays awake while a guest counts as active (§6).
+  bool const hosting = m_guests_hosting.load(std::memory_order_relaxed) != 0;
   if (n < 2) {
-    return false; // (a one-worker pool does not steal from its guests: run_root_here)
+    // A one-worker pool does not steal a guest's continuations (run_root_here), but it takes the
+    // roots that plain threads host (§5.4): nobody else would run them until their holder waits.
+    if (hosting) {
+      for (std::size_t k = 0; k < m_guests.size(); ++k) {
+        if (run_hosted(w, *m_guests[k])) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
-  bool const guests = m_guests_running.load(std::memory_order_relaxed) != 0;
+  // While callers run roots here or host them, every other attempt goes to a guest slot (a free
+  // slot's deques are empty: the attempt fails at once). A guest has no queues: its jobs all
+  // went to workers, but for the roots a hosting thread pushed on its slot's deque.
+  bool const guests = hosting || m_guests_running.load(std::memory_order_relaxed) != 0;
   std::uint64_t const bits = (std::uint64_t{w.random()} << 32) | w.random();
   if (guests && (bits & 1u) != 0) {
     std::size_t const k = static_cast<std::size_t>(bits >> 33) % m_guests.size();
@@ -76,11 +87,24 @@ bool pool::try_steal(detail::worker &w) {
   return steal_from(w, *m_workers[victim], victim);
 }
 
+bool pool::run_hosted(detail::worker &w, detail::worker &slot) {
+  if (slot.local.empty()) { // a hint: the steal decides
+    return false;
+  }
+  auto const stolen = slot.local.steal(); // the oldest; acquire: the job's contents are ours
+  if (!stolen) {
+    return false;
+  }
+  run_batch(w, stolen.value);
+  return true;
+}
+
 bool pool::steal_from(detail::worker &w, detail::worker &v, std::size_t victim) {
   auto stolen = v.thief().steal();
   if (!stolen) {
-    if (stolen.status == core::steal_status::empty && !is_guest(v) && run_queued(w, v)) {
-      return true; // the victim is busy with something else: we run its queued work
+    if (stolen.status == core::steal_status::empty &&
+        (is_guest(v) ? run_hosted(w, v) : run_queued(w, v))) {
+      return true; // the victim is busy with something else: we run its queued or hosted work
     }
     w.bump(core::counter::steal_fails);
     return false;

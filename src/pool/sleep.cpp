@@ -90,6 +90,15 @@ void pool::idle(detail::worker &w) {
   // one that reads 0 pushed before our registration, and the re-check sees its job.
   w.sleep_word.store(detail::sleep_asleep, std::memory_order_seq_cst);
   m_sleepers.fetch_add(1, std::memory_order_seq_cst); // seq_cst: pairs with wake()'s load
+#if MAGPIE_PROCESS_BARRIER
+  // A thread that hosts roots on a guest slot pushes them with a compiler barrier only before it
+  // looks at m_sleepers (host_root): this barrier orders its push before our re-check, or our
+  // registration before its look (§5.4). Its open_host's seq_cst increment comes before its
+  // first push, so a zero here means its look will see our registration.
+  if (m_guests_hosting.load(std::memory_order_seq_cst) != 0) {
+    core::detail::process_barrier();
+  }
+#endif
   // Sleep only if no job is queued for us, no deque holds work, we are not stopping, and we are
   // not needed as the last thief.
   bool const needed = m_thieves.load(std::memory_order_seq_cst) == 0 &&
@@ -136,7 +145,8 @@ bool pool::work_visible(detail::worker const &w) const noexcept {
     }
   }
   for (auto const &guest : m_guests) {
-    if (!guest->tasks().empty()) { // seq_cst: as above (a guest has nothing else to take)
+    // seq_cst: as above (a guest has nothing else to take but the roots it hosts: §5.4)
+    if (!guest->tasks().empty() || !guest->local.empty()) {
       return true;
     }
   }

@@ -26,8 +26,18 @@ task<void> hold_worker(std::atomic<int> *started, std::atomic<int> *go) {
 }
 
 /// A one-worker pool whose worker is held by a first root (pick 1) while the test queues jobs.
+/// One worker, held by a task until release(). `callers_run_roots` false: a plain thread's
+/// normal-priority group children go to the worker's queue too, not to a caller slot.
+magpie::pool_options one_worker(bool callers_run_roots) {
+  magpie::pool_options o;
+  o.workers = 1;
+  o.callers_run_roots = callers_run_roots;
+  return o;
+}
+
 struct held_pool {
-  held_pool(magpie::idle_policy policy) : pool(1, policy) {
+  explicit held_pool(magpie::idle_policy policy, bool callers_run_roots = true)
+      : pool(one_worker(callers_run_roots), policy) {
     (void)magpie::spawn(pool, hold_worker, &started, &go);
     EXPECT_TRUE(wait_for(started));
   }
@@ -139,7 +149,7 @@ TEST_P(priority_test, a_resumed_task_runs_before_new_high_priority_roots) {
 TEST_P(priority_test, group_children_take_the_group_priority) {
   order_log log;
   {
-    held_pool h(GetParam());
+    held_pool h(GetParam(), false);
     magpie::task_group low(h.pool, priority::low), high(h.pool, priority::high);
     low.spawn(log_tag, &log, 3);
     high.spawn(log_tag, &log, 1);
@@ -149,6 +159,24 @@ TEST_P(priority_test, group_children_take_the_group_priority) {
     high.wait();
   }
   EXPECT_EQ(log.order, (std::vector<int>{1, 2, 3}));
+}
+
+// With caller slots (the default), a plain thread's normal-priority children go to its slot, and
+// its wait() runs them while the worker is still held; the queued ones keep their order.
+TEST_P(priority_test, a_plain_threads_normal_children_are_run_by_its_wait_before_queued_roots) {
+  order_log log;
+  {
+    held_pool h(GetParam());
+    magpie::task_group low(h.pool, priority::low), high(h.pool, priority::high), mid(h.pool);
+    low.spawn(log_tag, &log, 3);
+    high.spawn(log_tag, &log, 1);
+    mid.spawn(log_tag, &log, 2);
+    mid.wait(); // the worker is held: only this thread can have run it
+    h.release();
+    low.wait();
+    high.wait();
+  }
+  EXPECT_EQ(log.order, (std::vector<int>{2, 1, 3}));
 }
 
 INSTANTIATE_TEST_SUITE_P(pools, priority_test,

@@ -55,10 +55,13 @@ enum class idle_policy : std::uint8_t { busy, lazy };
 /// at it (resume_on), then resumed tasks (tasks that waited and were woken), then new roots, high
 /// before normal before low, FIFO within a level — except that normal roots spawned by the
 /// pool's own tasks go to the spawning worker's local deque, which that worker runs newest first
-/// (depth first, like forked children; thieves take the oldest). Starvation rule: every 8th root a
-/// queue hands out comes, in rotation, from a non-empty level below the highest non-empty one (its
-/// oldest job); so a queued job behind m older jobs of its own level starts within 16·(m + 1) root
-/// picks of its queue, however much higher-priority work keeps arriving (docs/protocols.md §9.2).
+/// (depth first, like forked children; thieves take the oldest), and a task group's normal
+/// children spawned by a plain thread that holds a caller slot go to that slot's deque (thieves
+/// take the oldest; the thread's wait() runs the rest, newest first). Starvation rule: every 8th
+/// root a queue hands out comes, in rotation, from a non-empty level below the highest non-empty
+/// one (its oldest job); so a queued job behind m older jobs of its own level starts within 16·(m +
+/// 1) root picks of its queue, however much higher-priority work keeps arriving (docs/protocols.md
+/// §9.2).
 enum class priority : std::uint8_t { high, normal, low };
 
 namespace detail {
@@ -245,6 +248,30 @@ private:
   /// Number of guest slots (see run_root_here): size(), or 0 without callers_run_roots.
   std::size_t guest_slots() const noexcept { return m_guests.size(); }
 
+  /// Hosting (a task group's spawns from a plain thread; docs/protocols.md §5.4): claims a free
+  /// guest slot for the calling thread to keep between calls. The thread pushes normal-priority
+  /// roots onto the slot's deque (host_root), where every worker may steal them (the oldest
+  /// first), runs those still there itself when it waits (help_host: the newest first), and gives
+  /// the slot back (close_host). Counts an open submission until close_host: the destructor waits
+  /// for it. Null, having done nothing, where run_root_here would refuse (a thread of this pool,
+  /// callers_run_roots off, an observer installed, every slot taken); throws pool_closed once the
+  /// destructor has begun.
+  detail::worker *open_host();
+  /// The holder of `slot` (the thread that opened it): counts root `j` in flight (finish_root
+  /// ends it, wherever `j` completes) and pushes it onto the slot's deque; on a lazy pool, wakes a
+  /// worker if none is awake to steal it. Throws pool_closed once the destructor has begun, or
+  /// std::bad_alloc if the deque cannot grow: then nothing was counted or queued.
+  void host_root(detail::worker &slot, job *j);
+  /// The holder of `slot`, on a plain thread: runs the roots still on the slot's deque, newest
+  /// first, as a guest of the pool (as run_root_here runs one: thieves may take their
+  /// continuations), until the deque is empty. Runs nothing if an observer is installed or no
+  /// stack can be had: workers take the roots then. Never runs anything but those roots.
+  void help_host(detail::worker &slot) noexcept;
+  /// Gives `slot` back and ends open_host's submission. Any thread, once the slot's deque is
+  /// empty and its holder pushes no more: after the holder's help_host, or once every root it
+  /// hosted has been taken (each has started). The destructor may proceed once it returns.
+  void close_host(detail::worker &slot) noexcept;
+
   /// Called once per submit_root, after the root has completed: by the worker that completed it
   /// (lock-free: a store to that worker's own count), or by any other thread (under the
   /// in-flight mutex, e.g. sync_wait's waiting thread). The destructor may proceed once it returns.
@@ -304,6 +331,10 @@ private:
   void run_batch(detail::worker &w, job *j);
   void idle(detail::worker &w);
   detail::worker *claim_guest() noexcept;
+  void ready_guest_stack(detail::worker &g);
+  void enter_guest() noexcept;
+  void leave_guest() noexcept;
+  bool run_hosted(detail::worker &w, detail::worker &slot);
   bool thief_on_its_way() const noexcept;
   bool run_as_guest(job *j, bool (*admit)(job *j) noexcept);
   bool keep_chain(core::stacklet *chain) noexcept;
@@ -349,11 +380,14 @@ private:
   alignas(64) std::atomic<std::size_t> m_thieves{0}; // workers awake and looking for work
   alignas(64) std::atomic<std::size_t> m_sleepers{0};
   alignas(64) std::atomic<std::size_t> m_guests_running{0}; // thieves look at guests while > 0
+  std::atomic<std::size_t> m_guests_hosting{0}; // slots held by open_host: thieves look too
   std::atomic<bool> m_observed{false}; // an observer is installed: callers submit their roots
   std::atomic<bool> m_stop{false};
   std::atomic<bool> m_closing{false};
 
-  mutable std::mutex m_inflight_mutex;
+  // Its own line: plain threads take it on every submission, while workers read the flags above
+  // on every finish and every round of their loop.
+  alignas(64) mutable std::mutex m_inflight_mutex;
   std::condition_variable m_inflight_cv;
   std::size_t m_inflight = 0; // submissions from tasks (open_submission)
   // Roots submitted from outside the pool (written under m_inflight_mutex). Roots submitted by
@@ -392,6 +426,10 @@ inline bool pool_access::others_waiting_here(pool const &s) noexcept {
   return s.others_waiting_here();
 }
 inline void pool_access::requeue_here(pool &s, job *j) noexcept { s.requeue_here(j); }
+inline worker *pool_access::open_host(pool &s) { return s.open_host(); }
+inline void pool_access::host_root(pool &s, worker &slot, job *j) { s.host_root(slot, j); }
+inline void pool_access::help_host(pool &s, worker &slot) noexcept { s.help_host(slot); }
+inline void pool_access::close_host(pool &s, worker &slot) noexcept { s.close_host(slot); }
 inline void pool_access::open_submission(pool &s) { s.open_submission(); }
 inline void pool_access::submit_to(pool &s, std::size_t index, job *j) noexcept {
   s.submit_to(index, j);

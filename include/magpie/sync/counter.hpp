@@ -304,15 +304,16 @@ bool zero_awaitable<Owner>::try_or_enqueue(waiter &w) {
   return m_owner->zero_count().enqueue_unless_zero(w);
 }
 
-/// spawn against a counter (and a group, for its exceptions).
+/// spawn against a counter (and a group, for its exceptions); on `host`, a guest slot the
+/// calling thread holds, if not null (see launch).
 template <typename Fn, typename... Args>
-void spawn_counted(sched::pool &p, sched::priority prio, counter &c, task_group *g,
-                   core::stop_scope const *scope, Fn &&fn, Args &&...args) {
+void spawn_counted(sched::pool &p, sched::priority prio, sched::detail::worker *host, counter &c,
+                   task_group *g, core::stop_scope const *scope, Fn &&fn, Args &&...args) {
   static_assert(check_spawnable<Fn, Args...>());
   c.add(1); // before the task can finish
   try {
-    launch<counted_state>(p, prio, counted_state::init{&p, &c, g, scope}, std::forward<Fn>(fn),
-                          std::forward<Args>(args)...);
+    launch<counted_state>(p, prio, host, counted_state::init{&p, &c, g, scope},
+                          std::forward<Fn>(fn), std::forward<Args>(args)...);
   } catch (...) {
     c.count_down(1);
     throw;
@@ -326,15 +327,15 @@ void spawn_counted(sched::pool &p, sched::priority prio, counter &c, task_group 
 /// task. Throws as spawn does (then `c` is unchanged).
 template <typename Fn, typename... Args>
 void spawn(sched::pool &pool, sched::priority prio, counter &c, Fn &&fn, Args &&...args) {
-  detail::spawn_counted(pool, prio, c, nullptr, nullptr, std::forward<Fn>(fn),
+  detail::spawn_counted(pool, prio, nullptr, c, nullptr, nullptr, std::forward<Fn>(fn),
                         std::forward<Args>(args)...);
 }
 
 /// As spawn(pool, priority::normal, c, fn, args...).
 template <typename Fn, typename... Args>
 void spawn(sched::pool &pool, counter &c, Fn &&fn, Args &&...args) {
-  detail::spawn_counted(pool, sched::priority::normal, c, nullptr, nullptr, std::forward<Fn>(fn),
-                        std::forward<Args>(args)...);
+  detail::spawn_counted(pool, sched::priority::normal, nullptr, c, nullptr, nullptr,
+                        std::forward<Fn>(fn), std::forward<Args>(args)...);
 }
 
 } // namespace magpie::sync

@@ -445,7 +445,7 @@ namespace detail {
 template <typename U, typename Fn, typename... Args>
 future<U> make_future(sched::pool &p, sched::priority prio, Fn &&fn, Args &&...args) {
   using state = future_state<U>;
-  return future<U>(launch<state>(p, prio, typename state::init{&p}, std::forward<Fn>(fn),
+  return future<U>(launch<state>(p, prio, nullptr, typename state::init{&p}, std::forward<Fn>(fn),
                                  std::forward<Args>(args)...));
 }
 } // namespace detail

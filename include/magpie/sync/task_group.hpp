@@ -42,6 +42,11 @@
 
 namespace magpie::sync {
 
+namespace detail {
+/// Its address names the calling thread (task_group's caller slot).
+inline thread_local char const this_thread_tag = 0;
+} // namespace detail
+
 #if defined(__linux__)
 namespace detail {
 /// `co_await g.wait_until(t)`: the counter's timed wait, then (if it passed) the group's
@@ -96,7 +101,11 @@ public:
       MAGPIE_CHECK(core::this_context() == nullptr,
                    "a magpie::task_group was destroyed inside a task with unfinished children: "
                    "`co_await g.wait();` before it goes out of scope (also on error paths)");
+      help_hosted();
       m_count.block();
+    }
+    if (m_host != nullptr) { // no unfinished child: every root the slot hosted has been taken
+      sched::detail::pool_access::close_host(*m_pool, *m_host);
     }
     if (m_first != nullptr) {
       detail::report_unobserved(std::move(m_first));
@@ -105,16 +114,25 @@ public:
 
   /// Starts `fn(args...)` as a child at the group's priority. Throws as magpie::spawn does
   /// (then nothing was started).
+  ///
+  /// From a plain thread, at normal priority, the group keeps one of the pool's caller slots
+  /// (pool_options::callers_run_roots) for that thread from its first spawn until its wait()
+  /// returns (or the group is destroyed): the children go onto the slot's own deque, lock-free,
+  /// where idle workers take the oldest, and wait() runs those still there on the calling thread
+  /// (the newest first) before it blocks for the rest. It runs nothing but the group's own
+  /// children. Other threads, tasks, other priorities, and a thread that finds every slot taken
+  /// hand each child to a worker's queue instead. A pool's destructor waits for such a group's
+  /// wait (docs/protocols.md §5.4).
   template <typename Fn, typename... Args>
   void spawn(Fn &&fn, Args &&...args) {
-    detail::spawn_counted(*m_pool, m_priority, m_count, this, &m_scope, std::forward<Fn>(fn),
-                          std::forward<Args>(args)...);
+    detail::spawn_counted(*m_pool, m_priority, host_for(m_priority), m_count, this, &m_scope,
+                          std::forward<Fn>(fn), std::forward<Args>(args)...);
   }
   /// As spawn(fn, args...), at priority `prio`.
   template <typename Fn, typename... Args>
   void spawn(sched::priority prio, Fn &&fn, Args &&...args) {
-    detail::spawn_counted(*m_pool, prio, m_count, this, &m_scope, std::forward<Fn>(fn),
-                          std::forward<Args>(args)...);
+    detail::spawn_counted(*m_pool, prio, host_for(prio), m_count, this, &m_scope,
+                          std::forward<Fn>(fn), std::forward<Args>(args)...);
   }
 
   /// Inside a task: `co_await g.wait()` suspends until no child is unfinished, then rethrows
@@ -122,7 +140,9 @@ public:
   /// `g.wait()` blocks, then does the same. Inside a task the result must be co_awaited.
   detail::zero_request<task_group> wait() {
     if (core::this_context() == nullptr) {
+      help_hosted();
       m_count.block();
+      close_hosted();
       after_wait();
       return detail::zero_request<task_group>(nullptr);
     }
@@ -191,9 +211,10 @@ private:
   friend struct detail::group_timed_awaitable;
 
   bool blocking_wait_until(detail::timed_deadline dl) {
-    if (!m_count.block_until(dl)) { // refused on a worker
+    if (!m_count.block_until(dl)) { // refused on a worker (a timed wait never helps)
       return false;
     }
+    close_hosted();
     after_wait();
     return true;
   }
@@ -209,6 +230,48 @@ private:
   }
 
   counter &zero_count() noexcept { return m_count; }
+
+  /// The guest slot a child spawned at `prio` goes to (see spawn), or null: its worker's queue.
+  sched::detail::worker *host_for(sched::priority prio) {
+    if (prio != sched::priority::normal || core::this_context() != nullptr) {
+      return nullptr;
+    }
+    void const *const me = &detail::this_thread_tag;
+    void const *holder = m_host_thread.load(std::memory_order_relaxed);
+    // acquire: the previous holder's writes (m_host, the slot's) happened before its release
+    if (holder == nullptr &&
+        !m_host_thread.compare_exchange_strong(holder, me, std::memory_order_acquire,
+                                               std::memory_order_relaxed)) {
+      return nullptr; // another thread became the holder first
+    }
+    if (holder != nullptr && holder != me) {
+      return nullptr;
+    }
+    if (m_host == nullptr) { // null again if every slot is taken: the next spawn tries again
+      m_host = sched::detail::pool_access::open_host(*m_pool); // may throw pool_closed
+    }
+    return m_host;
+  }
+
+  /// On the holding thread: runs the children still on the slot's deque (pool::help_host).
+  void help_hosted() noexcept {
+    if (m_host_thread.load(std::memory_order_relaxed) == &detail::this_thread_tag &&
+        m_host != nullptr) {
+      sched::detail::pool_access::help_host(*m_pool, *m_host);
+    }
+  }
+
+  /// On the holding thread, once no child is unfinished: gives the slot back (pool::close_host)
+  /// and lets another thread hold the group's next one.
+  void close_hosted() noexcept {
+    if (m_host_thread.load(std::memory_order_relaxed) != &detail::this_thread_tag) {
+      return;
+    }
+    if (m_host != nullptr) {
+      sched::detail::pool_access::close_host(*m_pool, *std::exchange(m_host, nullptr));
+    }
+    m_host_thread.store(nullptr, std::memory_order_release); // release: see host_for
+  }
 
   /// A child's exception; called before the child counts down.
   void record(std::exception_ptr e) noexcept {
@@ -237,7 +300,11 @@ private:
   std::exception_ptr m_first; // guarded by m_error_mutex
   std::atomic<std::size_t> m_dropped{0};
   core::stop_scope m_scope; // outlives the children: m_count is destroyed (waited for) first
-  counter m_count;          // last: destroyed first, after which no child touches the group
+  // The thread whose spawns go to a caller slot of the pool (its this_thread_tag), or null, and
+  // that slot (pool::open_host), or null: written by that thread only (and read by the destructor).
+  std::atomic<void const *> m_host_thread{nullptr};
+  sched::detail::worker *m_host = nullptr;
+  counter m_count; // last: destroyed first, after which no child touches the group
 };
 
 namespace detail {

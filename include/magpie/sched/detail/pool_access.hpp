@@ -26,6 +26,8 @@ enum class priority : std::uint8_t;
 
 namespace detail {
 
+struct worker;
+
 struct pool_access {
   // The root protocol that sync_wait's `scheduler` concept names: a pool's private members, or
   // the public ones of another scheduler (inline_scheduler, a user's). Each is viable only if
@@ -62,6 +64,14 @@ struct pool_access {
   static bool others_waiting_here(pool const &s) noexcept;
   /// pool::requeue_here.
   static void requeue_here(pool &s, job *j) noexcept;
+  /// pool::open_host.
+  static worker *open_host(pool &s);
+  /// pool::host_root.
+  static void host_root(pool &s, worker &slot, job *j);
+  /// pool::help_host.
+  static void help_host(pool &s, worker &slot) noexcept;
+  /// pool::close_host.
+  static void close_host(pool &s, worker &slot) noexcept;
   /// pool::guest_slots.
   static std::size_t guest_slots(pool const &s) noexcept;
   /// pool::open_submission.

@@ -592,17 +592,22 @@ private:
 };
 
 /// Allocates the state of `fn(args...)` over `Base` (constructed from `init`) and submits its
-/// job to `p` at priority `prio`. Returns the state. If anything throws (a copy, the allocation,
-/// pool_closed), nothing was submitted and nothing leaks.
+/// job to `p` at priority `prio` — or, if `host` is a guest slot the calling thread holds
+/// (pool::open_host), pushes it on that slot's deque. Returns the state. If anything throws (a
+/// copy, the allocation, pool_closed), nothing was submitted and nothing leaks.
 template <typename Base, typename Fn, typename... Args>
-Base *launch(sched::pool &p, sched::priority prio, typename Base::init const &init, Fn &&fn,
-             Args &&...args) {
+Base *launch(sched::pool &p, sched::priority prio, sched::detail::worker *host,
+             typename Base::init const &init, Fn &&fn, Args &&...args) {
   using state = spawned_call<Base, stored_t<Fn>, stored_t<Args>...>;
   auto *s = new state(init, std::forward<Fn>(fn), std::forward<Args>(args)...);
   s->m_priority = prio;
   std::size_t worker = 0;
   try {
-    worker = sched::detail::pool_access::submit_root(p, s, prio); // may throw pool_closed
+    if (host != nullptr) {
+      sched::detail::pool_access::host_root(p, *host, s); // may throw pool_closed, bad_alloc
+    } else {
+      worker = sched::detail::pool_access::submit_root(p, s, prio); // may throw pool_closed
+    }
   } catch (...) {
     delete s;
     throw;
