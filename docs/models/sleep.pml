@@ -1,6 +1,7 @@
 /* docs/models/sleep.pml — the lazy pool's sleep/wake protocol (src/pool/sleep.cpp: pool::run,
- * idle, wake, wake_one, become_active, become_thief; src/pool/find_work.cpp: run_jobs, try_steal;
- * src/pool/in_flight.cpp: submit_to; src/pool/pool.cpp: ~pool).
+ * idle, wake, wake_one, become_active, become_thief, work_visible; src/pool/find_work.cpp:
+ * run_jobs, try_steal, run_hosted; src/pool/in_flight.cpp: submit_to; src/pool/guest.cpp:
+ * pool::run_root_here, pool::host_root; src/pool/pool.cpp: ~pool).
  *
  * PROPERTIES (exhaustive):
  *   1. No lost wake-up for submissions (safety: no invalid end state): no worker sleeps forever
@@ -37,11 +38,12 @@
  *   -DBUG_ASLEEP_COUNTS  a sleeper's `asleep` word is taken for a thief on its way (the test of
  *                        the word reads "not awake" instead of "notified")
  *
- * A thief on its way: a worker that becomes active as the last thief, and a guest that finds no
- * thief, wake a sleeper only if no worker's word holds `notified` (pool::thief_on_its_way): a
- * notified worker will count itself a thief, and a second wake-up would bring one no sooner (on
- * a VM each costs the waker ~10 µs). The woken worker counts itself a thief before its word
- * leaves `notified`, so between the two it is counted twice, never zero times.
+ * A thief on its way: a worker that becomes active as the last thief, a guest that finds no
+ * thief, and a host after its push wake a sleeper only if no worker's word holds `notified`
+ * (pool::thief_on_its_way): a notified worker will count itself a thief, and a second wake-up
+ * would bring one no sooner (on a VM each costs the waker ~10 µs). The woken worker counts
+ * itself a thief before its word leaves `notified`, so between the two it is counted twice,
+ * never zero times.
  *
  * -DGUEST: a caller that runs its own root (pool::run_root_here) instead of submitting jobs. It
  * counts itself active, wakes a worker if no thief is awake, pushes a stealable continuation
@@ -52,12 +54,40 @@
  * eventually completes. Variant:
  *   -DGUEST -DBUG_GUEST_NO_WAKE   the guest does not wake a worker when no thief is awake (must
  *                                 FAIL: every worker may be asleep when the guest starts)
+ *
+ * -DHOST: a plain thread that hosts roots on a guest slot (pool::host_root) instead of submitting
+ * jobs. It is no worker and never counts as active: it pushes H roots on the slot's deque, one
+ * after the other, and after each push (ordered before its loads by a full barrier in the code;
+ * here the steps simply follow) wakes a worker if some worker sleeps, no thief is awake and none
+ * is on its way. It never runs a root itself (the worst case: it waits for their side effects)
+ * and waits until the workers have stolen and run all H (find_work.cpp: run_hosted), then
+ * destroys the pool (the model's init plays both the host and the pool's owner). Workers steal
+ * from the slot's deque and see it in work_visible. Properties 1 and 3 as above, with the hosted
+ * roots as the work: no state in which the host waits while every worker sleeps with a root on
+ * its deque, and every root eventually completes. H = 1 by default (1.9 million states); -DH=2,
+ * where a push may find a worker active on the first root, holds too but explores 16 million
+ * states (safety, 1.3 GB) and 4.5 million (liveness), too many for every CI run: check it by
+ * hand after changing host_root. Variants:
+ *   -DHOST -DBUG_HOST_NO_WAKE     the host never wakes a worker after its pushes (must FAIL:
+ *                                 every worker may be asleep when it pushes)
+ *   -DHOST -DBUG_HOST_CHECK_FIRST the host looks for sleepers before its push instead of after
+ *                                 (must FAIL: a worker that registers and re-checks between the
+ *                                 look and the push sleeps through it, the classic lost wake-up)
  */
 
 #define W 2
+#if defined(GUEST) && defined(HOST)
+#error "GUEST and HOST are separate variants"
+#endif
 #ifdef GUEST
 #define JOBS 0
 #define DONE_ALL 2 /* the guest's stolen item, then the guest itself */
+#elif defined(HOST)
+#ifndef H
+#define H 1        /* roots the host pushes (-DH=2: see the header) */
+#endif
+#define JOBS 0
+#define DONE_ALL H /* the hosted roots, each stolen and run by a worker */
 #else
 #define JOBS 2
 #define DONE_ALL (JOBS + 1)
@@ -79,6 +109,9 @@ byte exited = 0;
 #ifdef GUEST
 byte gdeq = 0;            /* stealable items on the guest's deque */
 bit guest_item_done = 0;  /* a worker stole and ran the guest's continuation */
+#endif
+#ifdef HOST
+byte hdeq = 0;            /* roots on the host's slot deque, pushed and not yet stolen */
 #endif
 
 #define AWAKE 0
@@ -208,6 +241,12 @@ proctype worker(byte me) {
         :: else -> skip
         fi
 #endif
+#ifdef HOST
+        if
+        :: v == W && hdeq > 0 -> hdeq--; v = W + 2 /* run_hosted: the slot's oldest root */
+        :: else -> skip
+        fi
+#endif
       };
       if
       :: v < W ->
@@ -220,6 +259,12 @@ proctype worker(byte me) {
         become_active();
         guest_item_done = 1; /* run the guest's stolen continuation */
         done++;
+        become_thief()
+#endif
+#ifdef HOST
+      :: v == W + 2 ->
+        become_active(); /* run_batch activates, as for any stolen work */
+        done++;          /* run the hosted root */
         become_thief()
 #endif
       :: else ->
@@ -257,6 +302,9 @@ proctype worker(byte me) {
               od;
 #ifdef GUEST
               visible = visible || gdeq > 0; /* work_visible looks at the guests' deques */
+#endif
+#ifdef HOST
+              visible = visible || hdeq > 0; /* ... and at the roots the guest slots host */
 #endif
 #endif
 #ifdef BUG_WORD_LATE
@@ -311,9 +359,50 @@ proctype guest() {
 }
 #endif
 
+#ifdef HOST
+/* pool::host_root's look after a push: wake a worker if some worker sleeps, no thief is awake,
+   and none is on its way (one load each, in this order) */
+inline host_wake_check() {
+  if
+  :: sleepers != 0 ->
+    if
+    :: thieves == 0 ->
+      thief_on_its_way(on_way);
+      if
+      :: !on_way -> wake_one()
+      :: else -> skip
+      fi
+    :: else -> skip
+    fi
+  :: else -> skip
+  fi
+}
+
+/* a plain thread hosts H roots on its guest slot (open_host, host_root ... close_host); it is
+   the pool's owner too (init), so its wait below is the sync_wait before ~pool */
+inline host_roots() {
+  i = 0;
+  do
+  :: i < H ->
+#ifdef BUG_HOST_CHECK_FIRST
+    host_wake_check();
+#endif
+    hdeq++; /* push_reserved: the root is stealable */
+#if !defined(BUG_HOST_NO_WAKE) && !defined(BUG_HOST_CHECK_FIRST)
+    host_wake_check();
+#endif
+    i++
+  :: else -> break
+  od
+}
+#endif
+
 init {
   byte i, k, target;
   bit ok;
+#ifdef HOST
+  bit on_way;
+#endif
   atomic {
     i = 0;
     do
@@ -323,6 +412,9 @@ init {
   };
 #ifdef GUEST
   run guest();
+#endif
+#ifdef HOST
+  host_roots(); /* it never runs them itself: it waits below for their side effects */
 #endif
   /* the submitter: pool::submit_root / submit_to */
   i = 0;
@@ -338,7 +430,7 @@ init {
     i++
   :: else -> break
   od;
-  /* sync_wait: wait for the work (jobs + the stolen item) */
+  /* sync_wait: wait for the work (jobs + the stolen item; or the hosted roots) */
   (done == DONE_ALL);
   /* ~pool: stop, then wake every sleeper */
   stop = 1;

@@ -31,7 +31,7 @@ position=0
 # (14,000 lines) costs more than their search: with -O2 it took 11 s on a loaded 2-core machine,
 # without optimisation 2 s, so they are compiled without it. The search and its verdict are the
 # same either way.
-optimised=" deque deque.grows sleep sleep.liveness sleep.guest sleep.guest.liveness sleep.guest.BUG_GUEST_NO_WAKE sleep.guest.BUG_ASLEEP_COUNTS mutex_heir mutex_heir.K1 mutex_heir.sem channel "
+optimised=" deque deque.grows sleep sleep.liveness sleep.guest sleep.guest.liveness sleep.guest.BUG_GUEST_NO_WAKE sleep.guest.BUG_ASLEEP_COUNTS sleep.host mutex_heir mutex_heir.K1 mutex_heir.sem channel "
 
 # check NAME MODEL EXPECT MODE [SPIN_DEFINES...]
 #   EXPECT: pass | fail      MODE: safety | ltl:NAME
@@ -114,6 +114,11 @@ check sleep.guest.BUG_ASLEEP_COUNTS sleep.pml fail safety -DGUEST -DBUG_ASLEEP_C
 check sleep.guest             sleep.pml pass safety -DGUEST
 check sleep.guest.liveness    sleep.pml pass ltl:all_work_done -DGUEST
 check sleep.guest.BUG_GUEST_NO_WAKE sleep.pml fail safety -DGUEST -DBUG_GUEST_NO_WAKE
+#     a plain thread that hosts roots on a guest slot: it pushes, then wakes a worker if need be
+check sleep.host              sleep.pml pass safety -DHOST
+check sleep.host.liveness     sleep.pml pass ltl:all_work_done -DHOST
+check sleep.host.BUG_HOST_NO_WAKE sleep.pml fail safety -DHOST -DBUG_HOST_NO_WAKE
+check sleep.host.BUG_HOST_CHECK_FIRST sleep.pml fail safety -DHOST -DBUG_HOST_CHECK_FIRST
 
 # (d) magpie::mutex's direct hand-off (sync/detail/permits.hpp)
 check mutex                      mutex.pml pass safety
