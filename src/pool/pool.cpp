@@ -125,6 +125,14 @@ pool::~pool() {
                      "destroying that primitive resumes them with magpie::abandoned_wait\n",
                      parked);
       }
+      if (std::size_t const hosting = m_guests_hosting.load(std::memory_order_relaxed);
+          hosting != 0) {
+        std::fprintf(stderr,
+                     "magpie: a pool's destructor is waiting for %zu task_group(s) that a plain "
+                     "thread filled: such a group holds one of the pool's caller slots until its "
+                     "wait() returns or it is destroyed; wait for it before destroying its pool\n",
+                     hosting);
+      }
       m_inflight_cv.wait(lock, drained);
     }
   }

@@ -5,13 +5,15 @@
 // workers that slept (no lost wake-up); more groups than slots; other threads spawning into a
 // held group; exceptions; children that suspend or fork while the thread runs them; timed waits;
 // a group destroyed without a wait, on its thread or another; an observer; and a pool destroyed
-// while a thread holds a slot (its destructor waits for the group's wait; later spawns throw).
+// while a thread holds a slot (its destructor waits for the group's wait, and says so after a
+// second; later spawns throw).
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -333,13 +335,21 @@ TEST(hosted_group, a_pool_destroyed_while_a_thread_holds_a_slot_waits_for_the_gr
       EXPECT_EQ(waited.load(), 1) << "the destructor returned before the group's wait";
       destroyed.store(1);
     });
+    bool const long_wait = workers == 1; // once: the destructor says why it waits after 1 s
+    if (long_wait) {
+      ::testing::internal::CaptureStderr();
+    }
     ASSERT_TRUE(wait_until([&] { return !p->accepting(); }));
     EXPECT_THROW(g->spawn(add_index, &sum, 1000), magpie::pool_closed);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(long_wait ? 1300 : 10));
     EXPECT_EQ(destroyed.load(), 0);
     waited.store(1);
     g->wait();
     destroyer.join();
+    if (long_wait) {
+      std::string const said = ::testing::internal::GetCapturedStderr();
+      EXPECT_NE(said.find("1 task_group(s) that a plain thread filled"), std::string::npos) << said;
+    }
     EXPECT_EQ(destroyed.load(), 1);
     EXPECT_EQ(sum.load(), triangle(100));
     g.reset(); // after the pool: the group holds no slot any more and touches nothing

@@ -11,8 +11,10 @@
 //
 // Destruction finishes in-flight work: the destructor refuses new submissions (sync_wait and
 // resume_on into the pool throw magpie::pool_closed), waits until every submitted root has
-// completed and every accepted resume_on has been queued, then joins the threads — which run
-// every queued job and finish every task still in the pool until it completes or moves on.
+// completed, every accepted resume_on has been queued and every task group that a plain thread
+// filled has been waited for (it holds a caller slot until then: sync/task_group.hpp; after 1 s
+// the destructor says so on stderr, as it does for parked tasks), then joins the threads — which
+// run every queued job and finish every task still in the pool until it completes or moves on.
 // So a pool may be destroyed as soon as no task of another pool is on its way into it (a
 // resume_on evaluated after the destructor has returned uses a dead object) — for example right
 // after a root that finished in it returned to its caller. Destroying a pool from one of its own
