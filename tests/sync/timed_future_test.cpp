@@ -160,7 +160,10 @@ task<long> time_out_again_and_again(int i, magpie::pool *p, event *go, int waits
     timeouts += s == future_status::timeout ? 1 : 0;
   }
   finished->fetch_add(1);
-  co_return timeouts; // f detaches: its task ends once `go` is set
+  // Read it once `go` is set (the opener sets it when every task got here): a detached task that
+  // had not started yet could otherwise wait on `go` after the test destroyed it.
+  (void)co_await f;
+  co_return timeouts;
 }
 
 TEST_P(future_timed_test, tiny_deadlines_on_a_future_that_does_not_complete_all_time_out) {
