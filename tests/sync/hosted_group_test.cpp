@@ -37,6 +37,22 @@ task<void> where(std::atomic<int> *on_guest, std::atomic<int> *on_worker) {
   co_return;
 }
 
+/// Where the children of fill_and_wait ran.
+struct where_counts {
+  std::atomic<int> on_guest{0};
+  std::atomic<int> on_worker{0};
+};
+
+/// Fills a group on `pool` with `n` children that record where they ran, from this thread, and
+/// waits for them.
+void fill_and_wait(magpie::pool &pool, int n, where_counts &c) {
+  magpie::task_group g(pool);
+  for (int i = 0; i < n; ++i) {
+    g.spawn(where, &c.on_guest, &c.on_worker);
+  }
+  g.wait();
+}
+
 /// Keeps a worker busy until `release` is set (out of line: see test_support's wait_for).
 task<void> blocker(std::atomic<int> *started, std::atomic<int> *release) {
   started->store(1);
@@ -104,17 +120,10 @@ TEST(hosted_group, wait_runs_the_children_left_on_the_calling_thread_and_nothing
           &other_ran);
       c.wait();
     });
-    std::atomic<int> on_guest{0};
-    std::atomic<int> on_worker{0};
-    {
-      magpie::task_group g(*pool);
-      for (int i = 0; i < 100; ++i) {
-        g.spawn(where, &on_guest, &on_worker);
-      }
-      g.wait();
-    }
-    EXPECT_EQ(on_guest.load(), 100);
-    EXPECT_EQ(on_worker.load(), 0);
+    where_counts ran;
+    fill_and_wait(*pool, 100, ran);
+    EXPECT_EQ(ran.on_guest.load(), 100);
+    EXPECT_EQ(ran.on_worker.load(), 0);
     EXPECT_EQ(other_ran.load(), 0); // still queued behind the blocker
     release.store(1);
     held.get();
@@ -304,15 +313,10 @@ TEST(hosted_group, an_observed_pool_hands_the_children_to_workers) {
   magpie::pool_options o;
   o.count_tasks = true;
   auto pool = make_pool(false, 2, o);
-  std::atomic<int> on_guest{0};
-  std::atomic<int> on_worker{0};
-  magpie::task_group g(*pool);
-  for (int i = 0; i < 100; ++i) {
-    g.spawn(where, &on_guest, &on_worker);
-  }
-  g.wait();
-  EXPECT_EQ(on_guest.load(), 0);
-  EXPECT_EQ(on_worker.load(), 100);
+  where_counts ran;
+  fill_and_wait(*pool, 100, ran);
+  EXPECT_EQ(ran.on_guest.load(), 0);
+  EXPECT_EQ(ran.on_worker.load(), 100);
 }
 
 // Another thread destroys the pool while this one holds a slot: the destructor waits for the
