@@ -74,14 +74,22 @@ bool pool::try_steal(detail::worker &w) {
     }
     return false;
   }
-  // While callers run roots here or host them, every other attempt goes to a guest slot (a free
-  // slot's deques are empty: the attempt fails at once). A guest has no queues: its jobs all
-  // went to workers, but for the roots a hosting thread pushed on its slot's deque.
+  // While callers run roots here or host them, each attempt first looks at the guest slots, from
+  // a random one on, and tries the first whose deque shows work (a guest's continuations are the
+  // tops of the roots it runs, and the caller is waiting for them); with none, a worker. A guest
+  // has no queues: its jobs all went to workers, but for the roots a hosting thread pushed on its
+  // slot's deque. The looks are hints (two loads per slot): the steal decides.
   bool const guests = hosting || m_guests_running.load(std::memory_order_relaxed) != 0;
   std::uint64_t const bits = (std::uint64_t{w.random()} << 32) | w.random();
-  if (guests && (bits & 1u) != 0) {
-    std::size_t const k = static_cast<std::size_t>(bits >> 33) % m_guests.size();
-    return steal_from(w, *m_guests[k], n + k);
+  if (guests) {
+    std::size_t const g = m_guests.size();
+    std::size_t k = static_cast<std::size_t>(bits >> 33) % g;
+    for (std::size_t i = 0; i < g; ++i, k = k + 1 == g ? 0 : k + 1) {
+      detail::worker &v = *m_guests[k];
+      if (!v.thief().empty() || !v.local.empty()) {
+        return steal_from(w, v, n + k);
+      }
+    }
   }
   std::size_t const victim = m_victims->pick(w.index(), bits); // the pool's victim policy
   return steal_from(w, *m_workers[victim], victim);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "algo/algo_support.hpp"
@@ -129,6 +130,63 @@ TEST_P(algo_control, stop_from_another_thread_skips_the_rest_and_is_visible) {
   EXPECT_FALSE(magpie::stop_requested()) << "outside any iteration it must be false";
 }
 
+/// A value that counts its live instances (every constructor, every destructor).
+struct tracked {
+  static std::atomic<long> &live() {
+    static std::atomic<long> n{0};
+    return n;
+  }
+  long v = 0;
+  tracked() { ++live(); } // sync_wait default-constructs the result it returns
+  explicit tracked(long x) : v(x) { ++live(); }
+  tracked(tracked const &o) : v(o.v) { ++live(); }
+  tracked(tracked &&o) noexcept : v(o.v) { ++live(); }
+  tracked &operator=(tracked const &) = default;
+  tracked &operator=(tracked &&) noexcept = default;
+  ~tracked() { --live(); }
+};
+
+// A reduction keeps each block's result in raw storage until the final fold: every result that
+// was made is destroyed exactly once whether the reduction completes, throws part way or is
+// stopped part way (with a type that is not trivially destructible).
+TEST_P(algo_control, block_results_of_a_reduction_are_destroyed_after_an_exception_or_a_stop) {
+  std::size_t const n = static_cast<std::size_t>(scaled(40000, 8000));
+  std::vector<long> v(n, 1);
+  auto plus = [](tracked a, tracked const &b) { return tracked(a.v + b.v); };
+  long const live_before = tracked::live().load();
+  auto whole = on([&](auto &s) {
+    return magpie::transform_reduce(s, v, tracked(0), plus, [](long x) { return tracked(x); });
+  });
+  EXPECT_EQ(whole.v, static_cast<long>(n));
+  EXPECT_EQ(tracked::live().load(), live_before + 1); // `whole` only
+  std::size_t const bad = n / 2 + 3;
+  auto throws = [&](long const &x) {
+    if (&x == &v[bad]) {
+      throw counted_error(2);
+    }
+    return tracked(x);
+  };
+  EXPECT_THROW(
+      on([&](auto &s) { return magpie::transform_reduce(s, v, tracked(0), plus, throws); }),
+      counted_error);
+  EXPECT_EQ(tracked::live().load(), live_before + 1)
+      << "a block result leaked or was destroyed twice";
+  magpie::stop_source src;
+  std::atomic<long> seen{0};
+  auto stops = [&](long x) {
+    if (seen.fetch_add(1) == static_cast<long>(n / 3)) {
+      src.request_stop();
+    }
+    return tracked(x);
+  };
+  auto part = on([&](auto &s) {
+    return magpie::transform_reduce(s, v, tracked(0), plus, stops, {.stop = src.get_token()});
+  });
+  EXPECT_LT(part.v, static_cast<long>(n)) << "the stop skipped nothing";
+  EXPECT_GT(part.v, 0);
+  EXPECT_EQ(tracked::live().load(), live_before + 2) << "a block result leaked after the stop";
+}
+
 TEST_P(algo_control, stopped_before_start_runs_nothing) {
   magpie::stop_source src;
   src.request_stop();
@@ -215,6 +273,58 @@ TEST_P(algo_control, any_of_and_find_if_stop_the_rest_once_answered) {
   auto it = on([&](auto &s) { return magpie::find_if(s, idx, first_pred, {.grain = 1}); });
   EXPECT_EQ(it - idx.begin(), static_cast<std::ptrdiff_t>(match));
   EXPECT_LE(above.load(), bound) << "find_if evaluated indices above the match after finding it";
+}
+
+/// About 40 ns of work per call, in a function of its own (a loop in the caller could be dropped).
+[[gnu::noinline]] void burn_a_little() {
+  static std::atomic<unsigned> sink{0};
+  unsigned x = sink.load(std::memory_order_relaxed);
+  for (unsigned i = 0; i < 40; ++i) {
+    x = x * 1664525u + 1013904223u;
+  }
+  sink.store(x, std::memory_order_relaxed);
+}
+
+/// A loop body of its own type (the learned chunk size is per body type): records its chunks.
+struct chunk_recorder {
+  std::vector<std::size_t> *sizes;
+  void operator()(std::size_t lo, std::size_t hi) const {
+    sizes->push_back(hi - lo);
+    for (std::size_t i = lo; i < hi; ++i) {
+      burn_a_little();
+    }
+  }
+};
+
+/// Runs chunk_recorder over [0, n) on one worker; returns the chunk size the loop ended with
+/// (0 if it never settled) and the sizes of its chunks in order.
+std::pair<std::size_t, std::vector<std::size_t>> record_chunks(std::size_t n) {
+  std::vector<std::size_t> sizes;
+  chunk_recorder const body{&sizes};
+  magpie::inline_scheduler one;
+  std::size_t const settled = magpie::sync_wait(one, [&]() -> magpie::task<std::size_t> {
+    algo::detail::loop_control ctl(0, {}, nullptr);
+    co_await magpie::call(algo::detail::run_loop<chunk_recorder>, &ctl, &body, n);
+    co_await magpie::join();
+    co_return ctl.settled() ? ctl.chunk() : 0;
+  });
+  return {settled, std::move(sizes)};
+}
+
+// A loop run again over the same number of indices starts from the chunk size it settled on the
+// last time instead of calibrating from one index; over another number it calibrates afresh.
+TEST(algo_learned_chunk, a_loop_run_again_over_the_same_n_starts_from_the_size_it_settled_on) {
+  std::size_t const n = 4096;
+  auto const first = record_chunks(n);
+  ASSERT_FALSE(first.second.empty());
+  EXPECT_EQ(first.second.front(), 1u) << "a loop never run before calibrates from one index";
+  ASSERT_GT(first.first, 1u) << "~40 ns iterations settle on chunks of several";
+  auto const again = record_chunks(n);
+  ASSERT_FALSE(again.second.empty());
+  EXPECT_EQ(again.second.front(), first.first);
+  auto const other = record_chunks(n + 1);
+  ASSERT_FALSE(other.second.empty());
+  EXPECT_EQ(other.second.front(), 1u) << "the size learned over another n is not used";
 }
 
 INSTANTIATE_TEST_SUITE_P(all, algo_control, ::testing::ValuesIn(all_schedulers()), sched_name());

@@ -15,8 +15,10 @@
 #include <cstddef>
 #include <functional>
 #include <iterator>
-#include <optional>
+#include <memory>
+#include <new>
 #include <ranges>
+#include <type_traits>
 #include <utility>
 
 #include "magpie/algo/detail/blocks.hpp"
@@ -29,6 +31,38 @@ namespace magpie::algo {
 
 namespace detail {
 
+/// A block's result, constructed in place by the task that reduces the block (raw storage: the
+/// array is not written before the loop, so its lines stay wherever the last call left them).
+template <typename T>
+struct block_result {
+  alignas(T) std::byte bytes[sizeof(T)];
+  T &get() noexcept { return *std::launder(reinterpret_cast<T *>(bytes)); }
+};
+
+/// Destroys the block results that were constructed (flag set), when T needs it.
+template <typename T>
+struct block_results_guard {
+  block_results_guard(block_result<T> *results, unsigned char const *done,
+                      std::size_t count) noexcept
+      : results(results), done(done), count(count) {}
+  block_results_guard(block_results_guard const &) = delete;
+  block_results_guard &operator=(block_results_guard const &) = delete;
+  ~block_results_guard() {
+    if constexpr (!std::is_trivially_destructible_v<T>) {
+      for (std::size_t b = 0; b < count; ++b) {
+        if (done[b] != 0) {
+          std::destroy_at(&results[b].get());
+        }
+      }
+    }
+  }
+
+private:
+  block_result<T> *results;
+  unsigned char const *done;
+  std::size_t count;
+};
+
 template <typename I, typename T, typename Op, typename Tr>
 core::task<T> transform_reduce_impl(I first, std::size_t n, T init, Op op, Tr tr,
                                     loop_options opt) {
@@ -36,19 +70,32 @@ core::task<T> transform_reduce_impl(I first, std::size_t n, T init, Op op, Tr tr
     co_return init;
   }
   block_plan const plan = plan_blocks(n, opt.grain);
-  auto partial = co_await core::stack_alloc<std::optional<T>>(plan.count);
+  // Only the flags are written before the loop (a byte per block); the results are constructed
+  // by the blocks' tasks.
+  auto partial = co_await core::stack_alloc_uninitialized<block_result<T>>(plan.count);
+  auto done = co_await core::stack_alloc<unsigned char>(plan.count);
+  block_results_guard<T> const guard{partial.data(), done.data(), plan.count};
   loop_control ctl(0, std::move(opt.stop), co_await core::enclosing_scope());
   auto body = [&](std::size_t lo, std::size_t hi) {
     for (std::size_t b = lo; b < hi; ++b) {
-      partial[b].emplace(block_reduce<T>(nth(first, plan.begin(b)), plan.length(b, n), op, tr));
+      std::construct_at(&partial[b].get(),
+                        block_reduce<T>(nth(first, plan.begin(b)), plan.length(b, n), op, tr));
+      done[b] = 1;
     }
   };
   co_await core::call(run_loop<decltype(body)>, &ctl, &body, plan.count);
   co_await core::join();
+  if (!ctl.stopped()) {
+    // Every block ran (a stop is sticky): fold their results in block_reduce's grouping too, so
+    // that the chain on the accumulator has one operation per four blocks, not one per block.
+    auto take = [](block_result<T> &r) -> T && { return std::move(r.get()); };
+    co_return std::invoke(op, std::move(init),
+                          block_reduce<T>(partial.begin(), plan.count, op, take));
+  }
   T acc = std::move(init);
-  for (auto &p : partial) {
-    if (p) { // empty only for blocks skipped by a stop request
-      acc = std::invoke(op, std::move(acc), std::move(*p));
+  for (std::size_t b = 0; b < plan.count; ++b) {
+    if (done[b] != 0) { // unset only for blocks skipped by a stop request
+      acc = std::invoke(op, std::move(acc), std::move(partial[b].get()));
     }
   }
   co_return acc;

@@ -96,8 +96,20 @@ public:
     } else if (took > shrink_above && now > 1) {
       m_chunk.store(now / 2, std::memory_order_relaxed);
       m_settled.store(true, std::memory_order_relaxed);
-    } else {
-      m_settled.store(true, std::memory_order_relaxed);
+    } else if (!m_settled.load(std::memory_order_relaxed)) { // a write only when it changes:
+      m_settled.store(true, std::memory_order_relaxed);      // other tasks read this line
+    }
+  }
+
+  /// Whether the adaptive chunk size has settled (a hint, as chunk()).
+  bool settled() const noexcept { return m_settled.load(std::memory_order_relaxed); }
+
+  /// Before the loop starts: begins the adaptive chunk size at `chunk` (what an earlier run of the
+  /// same loop settled on) instead of 1. Still unsettled: the first timed chunk confirms it, or
+  /// halves or doubles it as observe() would.
+  void start_from(std::size_t chunk) noexcept {
+    if (!m_fixed && chunk != 0) {
+      m_chunk.store(chunk, std::memory_order_relaxed);
     }
   }
 

@@ -9,8 +9,10 @@
 // On one worker, or with no thief hungry, a range costs O(log n) forks and runs in index order.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <iterator>
 #include <ranges>
@@ -68,13 +70,37 @@ core::task<void> split_range(loop_control *ctl, Body const *body, std::size_t lo
   co_await core::join();
 }
 
+/// The chunk size a loop of body type `Body` last settled on, with the number of indices it ran
+/// over: `n << learned_chunk_bits | chunk` (0: none). A loop called again and again over the
+/// same n (from a plain thread, once per frame or step) starts from it instead of calibrating
+/// from one index, which costs a few short, timed chunks per call — and, with a thief, writes to
+/// the shared chunk size while both read it. Relaxed: a hint; a call over another n ignores it.
+template <typename Body>
+inline std::atomic<std::uint64_t> learned_chunk{0};
+
+inline constexpr unsigned learned_chunk_bits = 20;
+
 /// Runs `body` over [0, n) and rethrows the first exception of an iteration after every started
 /// chunk has finished. Algorithms await it with call() and then join() (which rethrows).
 template <typename Body>
 core::task<void> run_loop(loop_control *ctl, Body const *body, std::size_t n) {
   if (n != 0) {
+    constexpr std::uint64_t chunk_mask = (std::uint64_t{1} << learned_chunk_bits) - 1;
+    bool const learn = !ctl->fixed() && n < (std::uint64_t{1} << (64 - learned_chunk_bits));
+    if (learn) {
+      std::uint64_t const last = learned_chunk<Body>.load(std::memory_order_relaxed);
+      if (last >> learned_chunk_bits == n) {
+        ctl->start_from(static_cast<std::size_t>(last & chunk_mask));
+      }
+    }
     co_await core::call(split_range<Body>, ctl, body, std::size_t{0}, n);
     co_await core::join(); // rethrows what the engine itself threw (an allocation failure)
+    if (learn && ctl->settled() && ctl->chunk() <= chunk_mask) {
+      std::uint64_t const now = std::uint64_t{n} << learned_chunk_bits | ctl->chunk();
+      if (learned_chunk<Body>.load(std::memory_order_relaxed) != now) { // writes only on change
+        learned_chunk<Body>.store(now, std::memory_order_relaxed);
+      }
+    }
   }
   ctl->rethrow_if_failed();
 }
