@@ -150,7 +150,11 @@ private:
     return n == 0 ? top : lower[m_rotor++ % n];
   }
 
-  std::mutex m_mutex;
+  // Lines: the mutex and the lists (touched only when there is a job to take or withdraw) apart
+  // from the owner's neighbouring fields, and the count (which an idle worker reads every round,
+  // and every push and take writes) on a line of its own, so that a submission takes no line
+  // that the polling worker holds but the count's.
+  alignas(64) std::mutex m_mutex;
   job *m_resumed_head = nullptr; // resumed tasks, FIFO (guarded by m_mutex)
   job *m_resumed_tail = nullptr;
   std::atomic<bool> m_resumed_waiting{false}; // m_resumed_head != nullptr (stored under m_mutex)
@@ -158,7 +162,7 @@ private:
   std::uint32_t m_picks = 0;                  // root picks so far (guarded by m_mutex)
   std::uint32_t m_rotor = 0;                  // rotation among lower levels (guarded by m_mutex)
   std::uint32_t m_local_picks = 0; // normal picks while the local deque had work (m_mutex)
-  std::atomic<std::size_t> m_size{0};
+  alignas(64) std::atomic<std::size_t> m_size{0};
 };
 
 } // namespace magpie::sched::detail
