@@ -26,8 +26,14 @@
 // (src/mpi/operations.cpp, set_spin_before_park): a partner that answers at once is caught
 // there, and request–reply traffic never pays the poller's hand-off and the pool's wake-up.
 //
-// Protocol: docs/protocols.md §15. Ownership: the poller alone touches a node between submit()
-// and wake() (see magpie/mpi/detail/wait_node.hpp); its own arrays are private to its thread.
+// A thread that knows a completion is due — code between two stretches of computation, as a
+// rank's loop between batches — can scan at once with magpie::mpi::progress() instead of waiting
+// for the poller's next scan: the scan's state (the arrays below) is guarded by a mutex that the
+// poller holds only while it scans, and that progress() only tries to take.
+//
+// Protocol: docs/protocols.md §15. Ownership: whoever holds the scan mutex (the poller, or a
+// thread in progress()) alone touches a node between submit() and wake() (see
+// magpie/mpi/detail/wait_node.hpp).
 
 #include <algorithm>
 #include <atomic>
@@ -119,13 +125,56 @@ public:
     return s;
   }
 
+  /// Any thread (magpie::mpi::progress): one scan now, unless one is under way. True if a wait
+  /// finished.
+  bool progress() noexcept {
+    std::unique_lock scan(m_scan, std::try_to_lock);
+    if (!scan.owns_lock()) {
+      return false; // the poller (or another thread) is scanning right now
+    }
+    return scan_once().finished;
+  }
+
 private:
+  struct scan_result {
+    bool active = false;   // a submission was adopted, or a request completed
+    bool finished = false; // a wait finished (its task was resubmitted)
+  };
+
+  /// Under m_scan: adopts the submissions, tests every pending request, checks deadlines and stop
+  /// tokens, and resubmits the tasks whose waits are over. No MPI call when nothing is pending.
+  scan_result scan_once() noexcept {
+    wait_node *list = nullptr;
+    {
+      std::lock_guard lock(m_lock);
+      list = std::exchange(m_incoming, nullptr);
+    }
+    scan_result r;
+    r.active = list != nullptr;
+    adopt(list);
+    if (m_nodes.empty()) {
+      m_earliest = no_deadline; // what watch() finds with nothing pending, without the lock
+      m_any_stoppable = false;
+    } else {
+      call_lock const lock; // under MPI_THREAD_SERIALIZED: the scan and the cancels
+      if (test()) {
+        r.active = true;
+      }
+      watch();
+    }
+    r.finished = wake_finished();
+    return r;
+  }
+
   void loop() noexcept {
     ::prctl(PR_SET_NAME, "magpie-mpi", 0, 0, 0);
     auto last_activity = std::chrono::steady_clock::now();
     auto pause = first_pause;
     for (;;) {
-      wait_node *list = nullptr;
+      // The scan mutex is held from the look for work to the end of the scan, and released for
+      // the pauses below (where progress() may scan); the idle sleep keeps it (nothing pending:
+      // nothing to scan, and a submission wakes us).
+      std::unique_lock scan(m_scan);
       {
         std::unique_lock lock(m_lock);
         if (m_incoming == nullptr && m_nodes.empty()) { // idle: no MPI call at all
@@ -142,18 +191,11 @@ private:
           }
           return;
         }
-        list = std::exchange(m_incoming, nullptr);
       }
-      bool active = list != nullptr;
-      adopt(list);
-      {
-        call_lock const lock; // under MPI_THREAD_SERIALIZED: the scan and the cancels
-        if (test()) {
-          active = true;
-        }
-        watch();
-      }
-      wake_finished();
+      bool const active = scan_once().active;
+      nanos const earliest = m_earliest; // the scan's: read before another scan may rewrite them
+      bool const any_stoppable = m_any_stoppable;
+      scan.unlock();
       // Pause: none while hot, then doubling pauses that a submission interrupts.
       auto const now = std::chrono::steady_clock::now();
       if (active) {
@@ -165,8 +207,8 @@ private:
         continue;
       }
       std::chrono::nanoseconds wait = pause;
-      if (m_earliest != no_deadline) {
-        auto const until = std::chrono::nanoseconds(m_earliest - io::detail::now_nanos());
+      if (earliest != no_deadline) {
+        auto const until = std::chrono::nanoseconds(earliest - io::detail::now_nanos());
         wait = std::clamp<std::chrono::nanoseconds>(until, 0ns, wait);
       }
       std::unique_lock lock(m_lock);
@@ -176,7 +218,7 @@ private:
         m_sleeping = false;
       }
       auto cap = std::chrono::duration_cast<std::chrono::microseconds>(longest_pause);
-      if (!m_any_stoppable) { // a long rest: pauses of 1 % of the quiet so far
+      if (!any_stoppable) { // a long rest: pauses of 1 % of the quiet so far
         cap = std::clamp(std::chrono::duration_cast<std::chrono::microseconds>(
                              (now - last_activity) / rest_share),
                          cap,
@@ -356,14 +398,14 @@ private:
     }
   }
 
-  /// Drops the finished waits' slots, then resubmits their tasks.
-  void wake_finished() noexcept {
+  /// Drops the finished waits' slots, then resubmits their tasks. True if there were any.
+  bool wake_finished() noexcept {
     bool any = false;
     for (wait_node *node : m_nodes) {
       any = any || node->m_finished;
     }
     if (!any) {
-      return;
+      return false;
     }
     std::size_t out = 0;
     for (std::size_t i = 0; i < m_slots.size(); ++i) {
@@ -388,8 +430,10 @@ private:
       node->wake(); // point of no return for this node: its task may run and end
     }
     m_done.clear();
+    return true;
   }
 
+  std::mutex m_scan; // the scan's state below: the poller while it scans, or progress()
   std::mutex m_lock;
   std::condition_variable m_wake;
   wait_node *m_incoming = nullptr; // under m_lock: submitted, newest first
@@ -398,7 +442,7 @@ private:
   bool m_running = false;          // under m_lock
   std::thread m_thread;
 
-  // The poller thread's own.
+  // Under m_scan.
   std::vector<MPI_Request> m_requests; // copies of the pending requests of mode one/all
   std::vector<slot> m_slots;           // whose each is
   std::vector<wait_node *> m_nodes;    // every pending wait, oldest first
@@ -465,5 +509,14 @@ void stop_poller() noexcept {
 
 namespace magpie::mpi {
 poller_stats poller_statistics() noexcept { return detail::the_poller().stats(); }
+
+bool progress() noexcept {
+  // acquire: as prepare()'s. Before the first wait, or once the environment is gone, nothing is
+  // pending here: no MPI call (MPI may not be initialised, or already finalised).
+  if (detail::mpi_ready.load(std::memory_order_acquire) != 1) {
+    return false;
+  }
+  return detail::the_poller().progress();
+}
 
 } // namespace magpie::mpi

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <optional>
@@ -577,6 +578,94 @@ task<long> traffic_beside_a_late_receive(int messages, magpie::pool *pool) {
   co_await mpi::isend(rank(), right(), 2001, MPI_COMM_WORLD); // now the late receives complete
   EXPECT_EQ(co_await late, left());
   co_return total;
+}
+
+// --- progress(): any thread tests the pending requests now ---
+
+task<int> receive_from_left(int tag) {
+  co_return co_await mpi::irecv<int>(left(), tag, MPI_COMM_WORLD);
+}
+
+TEST(mpi_progress, a_plain_thread_resumes_a_waiting_task_by_testing_its_request) {
+  magpie::lazy_pool pool(1);
+  EXPECT_FALSE(mpi::progress());  // nothing pending in this process: nothing finishes
+  mpi::set_spin_before_park(0ns); // park at once: the wait is the poller's, or ours
+  magpie::future<int> got = magpie::spawn(pool, receive_from_left, 3000);
+  while (mpi::poller_statistics().pending_waits == 0 && !got.is_ready()) {
+    std::this_thread::yield(); // until the receive is parked (the poller adopted it)
+  }
+  MPI_Barrier(MPI_COMM_WORLD); // every rank's receive is posted and parked
+  int const mine = rank() + 3000;
+  MPI_Send(&mine, 1, MPI_INT, right(), 3000, MPI_COMM_WORLD);
+  // Test from here until the task has its value: whichever of this thread and the poller sees
+  // the message first resumes it, exactly once (which one is timing).
+  while (!got.is_ready()) {
+    (void)mpi::progress();
+  }
+  EXPECT_EQ(got.get(), left() + 3000);
+  EXPECT_FALSE(mpi::progress()); // nothing left pending
+  mpi::set_spin_before_park(5us);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/// `rounds` messages around the ring on tag `tag`, each received before the next is sent: most
+/// receives wait for the left rank's send, so they park (with no spin before parking).
+task<long> ring_rounds(int rounds, int tag) {
+  long sum = 0;
+  for (int i = 0; i < rounds; ++i) {
+    co_await mpi::isend(rank() * 100000L + i, right(), tag, MPI_COMM_WORLD);
+    sum += co_await mpi::irecv<long>(left(), tag, MPI_COMM_WORLD);
+  }
+  co_return sum;
+}
+
+task<long> rings_beside_traffic(int rounds, int messages, magpie::pool *pool) {
+  magpie::future<long> a = magpie::spawn(*pool, ring_rounds, rounds, 3100);
+  magpie::future<long> b = magpie::spawn(*pool, ring_rounds, rounds, 3101);
+  long traffic = 0;
+  co_await magpie::call(&traffic, traffic_beside_a_late_receive, messages, pool);
+  co_await magpie::join();
+  long const ra = co_await a;
+  long const rb = co_await b;
+  EXPECT_EQ(ra, rb);
+  co_return traffic + ra;
+}
+
+TEST(mpi_stress, threads_calling_progress_beside_the_poller_and_the_workers) {
+  // Two plain threads test the pending requests as fast as they can while the workers start
+  // operations and the poller tests them, and every wait parks: every message arrives once and
+  // every task resumes once (the sums), and under MPI_THREAD_SERIALIZED no two MPI calls overlap
+  // (serial_check.cpp).
+  int const rounds = 100;
+  int const messages = 200;
+  std::atomic<bool> stop{false};
+  std::atomic<long> finished_here{0};
+  std::vector<std::thread> testers;
+  for (int k = 0; k < 2; ++k) {
+    testers.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        if (mpi::progress()) {
+          finished_here.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    });
+  }
+  long const ring = left() * 100000L * rounds + static_cast<long>(rounds) * (rounds - 1) / 2;
+  long const expected = 2L * messages * (messages - 1) / 2 + ring;
+  mpi::set_spin_before_park(0ns); // every wait parks: the testers and the poller race for each
+  {
+    magpie::lazy_pool pool(2);
+    EXPECT_EQ(magpie::sync_wait(pool, rings_beside_traffic, rounds, messages, &pool), expected);
+  }
+  mpi::set_spin_before_park(5us);
+  stop.store(true);
+  for (auto &t : testers) {
+    t.join();
+  }
+  // How many waits the testers finished is timing (the poller finishes the others); the sums
+  // above are the check.
+  std::printf("[ rank %d ] progress() finished %ld of the waits\n", rank(), finished_here.load());
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 TEST(mpi_stress, workers_and_the_poller_call_mpi_at_once) {

@@ -7,14 +7,19 @@
 //     (a one-worker pool runs one strand at a time: there the explorer steps aside after a batch
 //     in which the poller completed a request — resubmitted the server — with a 20 µs sleep, whose
 //     wake-up queues it behind the server);
-//   - the explorer task runs the batches (fork per node, as in bench/uts) and, when the pool is
+//   - the explorer task runs the batches (fork per node, as in bench/uts), calls
+//     magpie::mpi::progress() between two (a thief's request that came during the batch resumes
+//     the server at once, as the peers' loops see it between batches, rather than at the poller's
+//     next scan: its pauses grow to a millisecond while the rank computes), and, when the pool is
 //     empty, sends a steal request and awaits the reply: its worker runs other tasks meanwhile.
 // MPI_THREAD_MULTIPLE (magpie::mpi::environment): tasks start operations on any worker, and
 // magpie's poller tests them.
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "magpie/magpie.hpp"
@@ -29,6 +34,7 @@ struct context {
   uts::tree const *tree;
   mpi_uts::rank_state *state;
   magpie::sched::pool *pool;
+  std::atomic<bool> *serving; // set by the server as it starts listening
 };
 
 magpie::task<uts::result> visit(context const *c, uts::node const *n, int levels) {
@@ -61,6 +67,8 @@ magpie::task<void> perform(context const *c, mpi_uts::step st) {
 /// Answers control messages until the explorer sends this rank QUIT.
 magpie::task<void> serve(context const *c) {
   std::vector<uts::node> share;
+  // The rest of this strand posts the first receive, on this worker, before it runs anything else.
+  c->serving->store(true, std::memory_order_release);
   for (;;) {
     auto const m =
         co_await mpi::irecv<mpi_uts::control>(MPI_ANY_SOURCE, mpi_uts::tag_control, MPI_COMM_WORLD);
@@ -98,6 +106,9 @@ magpie::task<uts::result> explore(context const *c) {
       co_await magpie::join();
       total.add(mpi_uts::sum(rs));
       s.end_batch();
+      // Between batches, as the peers' rank loop: a request that arrived meanwhile resumes the
+      // server now, not at the poller's next scan (up to a millisecond after a quiet spell).
+      mpi::progress();
       if (c->pool->size() == 1) {
         // One worker runs one strand at a time: if the poller has resubmitted the server (the
         // only task that waits while the explorer runs), step aside behind it.
@@ -145,8 +156,15 @@ int main(int argc, char **argv) {
     po.callers_run_roots = false; // W workers run the rank, as W threads do in the peers
     magpie::lazy_pool pool(po);
     status = mpi_uts::measure(o, "magpie", [&](mpi_uts::rank_state &s) {
-      context const c{&t, &s, &pool};
+      std::atomic<bool> serving{false};
+      context const c{&t, &s, &pool, &serving};
       auto server = magpie::spawn(pool, serve, &c);
+      // The explorer starts only once the server listens: on one worker, an explorer that ran
+      // first (its worker just woke up and found both) would run the whole tree before the
+      // server ever posted its receive, and the other ranks' requests would wait until the end.
+      while (!serving.load(std::memory_order_acquire)) {
+        std::this_thread::yield();
+      }
       uts::result const r = magpie::sync_wait(pool, explore, &c);
       server.get();
       return r;

@@ -20,6 +20,18 @@ struct poller_stats {
 /// Any thread: the poller's counters.
 poller_stats poller_statistics() noexcept;
 
+/// Any thread: tests the pending requests of every task that waits on MPI in this process now,
+/// on the calling thread, and resumes the tasks whose waits are over (each on its pool, as the
+/// poller would). True if any wait finished. Does nothing (false) if the poller, or another
+/// thread in progress(), is testing them at this moment, and makes no MPI call if nothing is
+/// pending. The poller thread keeps testing on its own; this is for code that knows a completion
+/// may be due and should not wait for the poller's next scan, which comes up to a millisecond
+/// (or 1 % of the quiet so far, at most 50 ms) after the last activity: a loop that computes in
+/// stretches and answers other ranks' requests between them calls it between two stretches. It
+/// costs one MPI_Testany over the pending requests (tens of nanoseconds for a few; see
+/// docs/guide/beyond-one-machine.md). Under MPI_THREAD_SERIALIZED it takes call_lock for the scan.
+bool progress() noexcept;
+
 /// Any thread: how long a task that awaits a request tests it on its own worker (MPI_Test in a
 /// loop) before it parks and hands the request to the poller. Default 5 µs: long enough to catch
 /// a reply from a partner that answers at once over shared memory or a fast network (a round
