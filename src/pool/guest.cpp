@@ -14,22 +14,6 @@
 
 namespace magpie::sched {
 
-namespace {
-/// The frequent side of a store–load handshake whose rare side calls process_barrier() between
-/// its store and its load (fence.hpp): a compiler barrier where membarrier orders the two, a full
-/// fence elsewhere.
-void store_load_barrier() noexcept {
-#if MAGPIE_PROCESS_BARRIER
-  // relaxed: a stale false only costs the full fence, which the rare side pairs with anyway.
-  if (core::detail::process_barrier_on.load(std::memory_order_relaxed)) [[likely]] {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    return;
-  }
-#endif
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-}
-} // namespace
-
 detail::worker *pool::claim_guest() noexcept {
   std::size_t const g = m_guests.size();
   // Each thread starts at a slot of its own choosing: concurrent callers rarely collide.
@@ -192,7 +176,7 @@ void pool::host_root(detail::worker &g, job *j) {
   // Where membarrier works the sleeper pays for that order (pool::idle calls process_barrier
   // while a slot hosts roots): here a compiler barrier suffices, and a push does not wait for
   // its store to leave the core (a thief that just read `bottom` holds its line).
-  store_load_barrier();
+  core::detail::handshake_barrier();
   if (m_sleepers.load(std::memory_order_seq_cst) != 0 &&
       m_thieves.load(std::memory_order_seq_cst) == 0 && !thief_on_its_way()) {
     wake_one();

@@ -2,6 +2,7 @@
 // worker, sessions come and go while the pool runs, and an exchanged observer is left for good.
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -106,6 +108,32 @@ void counters_add_up(std::size_t workers) {
 
 TEST(trace_counters, add_up_on_a_busy_pool) { counters_add_up<magpie::sched::busy_pool>(2); }
 TEST(trace_counters, add_up_on_a_lazy_pool) { counters_add_up<magpie::sched::lazy_pool>(3); }
+
+/// A parallel loop's forks (counted in builds with MAGPIE_OBSERVE_TASKS) on a pool of `workers`.
+std::uint64_t loop_forks(std::size_t workers) {
+  magpie::sched::pool_options options;
+  options.workers = workers;
+  options.count_tasks = true;
+  magpie::sched::lazy_pool pool(options);
+  std::vector<std::uint64_t> v(100000, 1);
+  magpie::for_each(pool, v, [](std::uint64_t &x) { x = x * 3 + 1; });
+  for (std::uint64_t const x : v) {
+    EXPECT_EQ(x, 4u);
+  }
+  return magpie::trace::counters(pool).total.forks;
+}
+
+TEST(trace_counters, a_loop_on_a_pool_of_one_worker_never_splits) {
+  // Nobody could steal the upper half of a split there: the loop runs as one task, in order.
+  std::uint64_t const one = loop_forks(1);
+  std::uint64_t const two = loop_forks(2);
+  if constexpr (magpie::core::observes_tasks) {
+    EXPECT_EQ(one, 0u);
+    EXPECT_GT(two, 0u); // the first chunk finds the deque empty: a split, stolen or not
+  } else {
+    EXPECT_EQ(one + two, 0u); // no hook at fork in this build
+  }
+}
 
 TEST(trace_counters, lazy_workers_sleep_and_wake) {
   magpie::pool_options options; // the root goes to a sleeping worker (its caller hands it over)

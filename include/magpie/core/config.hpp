@@ -46,6 +46,17 @@
 #  define MAGPIE_FORCEINLINE inline
 #endif
 
+/// On a function that returns a thread_local (or its address) and may be called from coroutine
+/// code: out of line under Clang, which (<= 16) may cache a thread_local's address across a
+/// suspension, so that a task resumed on another thread would use the first thread's variable.
+/// The function must also pass the address through an empty asm (see core::this_context()), so
+/// that calls are not merged. Nothing under GCC, which lowers coroutines before optimising.
+#if defined(__clang__)
+#  define MAGPIE_CLANG_OPAQUE_TLS MAGPIE_NOINLINE
+#else
+#  define MAGPIE_CLANG_OPAQUE_TLS
+#endif
+
 // Clang before 19 inlines await_suspend into the coroutine before splitting it, and may then
 // keep, spill or sink accesses to the coroutine frame past a call inside await_suspend that lets
 // another thread resume the coroutine (LLVM issues 56301, 65054, 72006; fixed in Clang 19 by

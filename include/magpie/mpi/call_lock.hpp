@@ -24,6 +24,8 @@
 #include <atomic>
 #include <mutex>
 
+#include "magpie/core/config.hpp"
+
 namespace magpie::mpi {
 
 namespace detail {
@@ -34,10 +36,17 @@ inline std::mutex &call_mutex() noexcept {
   static std::mutex m;
   return m;
 }
-/// How many call_locks the calling thread holds.
-inline int &call_depth() noexcept {
+/// How many call_locks the calling thread holds. Opaque under Clang (MAGPIE_CLANG_OPAQUE_TLS): a
+/// task takes call_lock on whichever worker it runs on, and with an address cached across a
+/// suspension it would count on one worker's depth while it runs on another, which loses the
+/// count and leaves the mutex held by nobody (every MPI call then waits for ever).
+MAGPIE_CLANG_OPAQUE_TLS inline int &call_depth() noexcept {
   thread_local int depth = 0;
-  return depth;
+  int *p = &depth;
+#if defined(__clang__)
+  asm volatile("" : "+r"(p)); // opaque: not pure, so calls are never merged
+#endif
+  return *p;
 }
 } // namespace detail
 

@@ -6,7 +6,8 @@
 // empty, no thief can find work here, so the task splits — it forks the lower half of what is
 // left (which runs at once, on this worker) and keeps the upper half as its continuation, which a
 // hungry thief steals. A non-empty deque means a thief still has something to take: no split.
-// On one worker, or with no thief hungry, a range costs O(log n) forks and runs in index order.
+// On a pool of one worker a range never splits (nobody could steal the upper half); on more, with
+// no thief hungry, it costs O(log n) forks. Either way it runs in index order.
 
 #include <algorithm>
 #include <atomic>
@@ -32,12 +33,22 @@ inline bool deque_empty() noexcept {
   return ctx == nullptr || ctx->tasks().empty();
 }
 
+/// Whether a continuation this worker leaves in its deque could be taken by another thread at
+/// all. Not on a pool of one worker: its worker has nobody to steal from it, and a caller running
+/// its root there as a guest is not stolen from either (it runs its root in the serial order), so
+/// a split would only cost a fork and a join.
+inline bool others_may_steal() noexcept {
+  core::context *ctx = core::this_context();
+  return ctx == nullptr || ctx->home() == nullptr || ctx->home()->workers() > 1;
+}
+
 /// Runs chunks [lo, hi) of `body` (a callable `void(std::size_t lo, std::size_t hi)` that must
 /// not suspend), splitting on demand. Exceptions from `body` go to `ctl` (first one wins) and
 /// stop the loop; the caller rethrows them after the join.
 template <typename Body>
 core::task<void> split_range(loop_control *ctl, Body const *body, std::size_t lo, std::size_t hi) {
   unsigned count = 1; // this task's chunks: every resample_every-th is timed
+  bool const may_split = others_may_steal();
   while (lo < hi && !ctl->stopped()) {
     if constexpr (requires { body->skip_from(); }) {
       if (lo >= body->skip_from()) {
@@ -45,7 +56,7 @@ core::task<void> split_range(loop_control *ctl, Body const *body, std::size_t lo
       }
     }
     std::size_t const chunk = ctl->chunk();
-    if (hi - lo >= 2 * chunk && deque_empty()) {
+    if (may_split && hi - lo >= 2 * chunk && deque_empty()) {
       std::size_t const mid = lo + (hi - lo) / 2;
       co_await core::fork(split_range<Body>, ctl, body, lo, mid);
       lo = mid; // our continuation, which a thief may have stolen, takes the upper half

@@ -77,6 +77,20 @@ bool process_barrier_ready() noexcept;
 void process_barrier() noexcept;
 #endif
 
+/// The frequent side's barrier between a store it has made (a deque push: several stores) and its
+/// next load, in a store–load handshake whose heavy side calls process_barrier() between its own
+/// store and load: a compiler barrier where membarrier orders them, a full fence elsewhere.
+inline void handshake_barrier() noexcept {
+#if MAGPIE_PROCESS_BARRIER
+  // relaxed: a stale false only costs the full fence, which the heavy side pairs with anyway.
+  if (process_barrier_on.load(std::memory_order_relaxed)) [[likely]] {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    return;
+  }
+#endif
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
 /// The frequent side's store in a store–load handshake whose heavy side calls process_barrier()
 /// between its own store and load (protocols §13): `order` and a compiler barrier that keeps the
 /// store before the caller's next load, where membarrier orders them; seq_cst elsewhere.

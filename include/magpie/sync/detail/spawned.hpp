@@ -313,10 +313,17 @@ private:
       }
     }
   };
-  static lists &local() noexcept {
+  /// Out of line and opaque under Clang, as core::this_context(): Clang (<= 16) may cache a
+  /// thread_local's address across a coroutine suspension, and spawn() runs inside tasks, which
+  /// resume on other threads: a cached address would be another thread's lists.
+  MAGPIE_CLANG_OPAQUE_TLS static lists &local() noexcept {
     thread_local reaper r; // registered on first use; frees the lists at thread exit
     (void)r;
-    return state;
+    lists *l = &state;
+#if defined(__clang__)
+    asm volatile("" : "+r"(l)); // opaque: not pure, so calls are never merged
+#endif
+    return *l;
   }
   static inline thread_local constinit lists state{};
 };
