@@ -49,8 +49,9 @@
 /// On a function that returns a thread_local (or its address) and may be called from coroutine
 /// code: out of line under Clang, which (<= 16) may cache a thread_local's address across a
 /// suspension, so that a task resumed on another thread would use the first thread's variable.
-/// The function must also pass the address through an empty asm (see core::this_context()), so
-/// that calls are not merged. Nothing under GCC, which lowers coroutines before optimising.
+/// The function must also pass the address through core::detail::opaque_address() (as
+/// core::this_context() does with the value), so that calls are not merged. Nothing under GCC,
+/// which lowers coroutines before optimising.
 #if defined(__clang__)
 #  define MAGPIE_CLANG_OPAQUE_TLS MAGPIE_NOINLINE
 #else
@@ -111,6 +112,16 @@ namespace magpie::core::detail {
   std::fprintf(stderr, "magpie: assertion `%s` failed at %s:%d\n  %s\n", expr, file, line, message);
   std::fflush(stderr);
   std::abort();
+}
+
+/// `p`, through an empty asm under Clang (a MAGPIE_CLANG_OPAQUE_TLS function's return): not pure,
+/// so the compiler cannot merge two calls of that function. `p` itself under GCC.
+template <typename T>
+inline T *opaque_address(T *p) noexcept {
+#if defined(__clang__)
+  asm volatile("" : "+r"(p));
+#endif
+  return p;
 }
 
 } // namespace magpie::core::detail

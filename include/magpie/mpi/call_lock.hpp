@@ -42,11 +42,7 @@ inline std::mutex &call_mutex() noexcept {
 /// count and leaves the mutex held by nobody (every MPI call then waits for ever).
 MAGPIE_CLANG_OPAQUE_TLS inline int &call_depth() noexcept {
   thread_local int depth = 0;
-  int *p = &depth;
-#if defined(__clang__)
-  asm volatile("" : "+r"(p)); // opaque: not pure, so calls are never merged
-#endif
-  return *p;
+  return *core::detail::opaque_address(&depth);
 }
 } // namespace detail
 

@@ -319,11 +319,7 @@ private:
   MAGPIE_CLANG_OPAQUE_TLS static lists &local() noexcept {
     thread_local reaper r; // registered on first use; frees the lists at thread exit
     (void)r;
-    lists *l = &state;
-#if defined(__clang__)
-    asm volatile("" : "+r"(l)); // opaque: not pure, so calls are never merged
-#endif
-    return *l;
+    return *core::detail::opaque_address(&state);
   }
   static inline thread_local constinit lists state{};
 };
