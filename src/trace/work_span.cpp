@@ -191,7 +191,7 @@ work_span work_span_probe::stop() noexcept {
 
 std::uint64_t work_span_probe::now() const noexcept {
   if (m_result.clock == work_span_clock::units) {
-    return detail::charged_units;
+    return detail::charged_units();
   }
 #if defined(CLOCK_THREAD_CPUTIME_ID)
   if (m_result.clock == work_span_clock::thread_cpu) {

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "magpie/core/config.hpp"
 #include "magpie/core/observer.hpp"
 #include "magpie/sched/pool.hpp"
 #include "magpie/sched/sync_wait.hpp"
@@ -69,13 +70,20 @@ struct work_span_options {
 };
 
 namespace detail {
-/// The units the running thread has charged (trace::charge); the units clock reads it.
-inline thread_local std::uint64_t charged_units = 0;
+/// The units the running thread has charged (trace::charge); the units clock reads it. Opaque
+/// under Clang (MAGPIE_CLANG_OPAQUE_TLS): charge() runs in tasks, and a task resumed on another
+/// worker after a join would otherwise add to the first worker's count through a cached address
+/// (a race with that worker, and units charged to the wrong task).
+MAGPIE_CLANG_OPAQUE_TLS inline std::uint64_t &charged_units() noexcept {
+  thread_local std::uint64_t units = 0;
+  return *core::detail::opaque_address(&units);
+}
 } // namespace detail
 
 /// Charges `n` units of work to the task running on this thread (work_span_clock::units). Call it
-/// only from tasks running on the probed pool's worker. Costs one thread-local add.
-inline void charge(std::uint64_t n = 1) noexcept { detail::charged_units += n; }
+/// only from tasks running on the probed pool's worker. Costs one thread-local add (and a call
+/// under Clang).
+inline void charge(std::uint64_t n = 1) noexcept { detail::charged_units() += n; }
 
 /// The result of a work/span analysis. Times are in the clock's unit (ns, or units).
 struct work_span {
