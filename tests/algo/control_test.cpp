@@ -4,6 +4,7 @@
 // and is visible to running iterations; find_if / any_of stop the rest once they have an answer.
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -325,6 +326,54 @@ TEST(algo_learned_chunk, a_loop_run_again_over_the_same_n_starts_from_the_size_i
   auto const other = record_chunks(n + 1);
   ASSERT_FALSE(other.second.empty());
   EXPECT_EQ(other.second.front(), 1u) << "the size learned over another n is not used";
+}
+
+// The least range a task splits: two chunks, and once a chunk is timed, the indices that take
+// split_floor by that timing (rounded up to a power of two); carried to the next call with the
+// chunk size.
+TEST(algo_split_floor, a_timed_chunk_sets_the_least_range_a_task_splits) {
+  using std::chrono::nanoseconds;
+  algo::detail::loop_control ctl(0, {}, nullptr);
+  EXPECT_EQ(ctl.split_min(1), 2u) << "untimed: two chunks";
+  EXPECT_EQ(ctl.split_estimate(), 0u);
+  ctl.observe(1, nanoseconds(10)); // 10 ns per index: split_floor takes floor/10 indices
+  std::size_t const expect =
+      std::bit_ceil(static_cast<std::size_t>((algo::detail::split_floor.count() + 9) / 10));
+  EXPECT_EQ(ctl.split_estimate(), expect);
+  EXPECT_EQ(ctl.chunk(), 2u) << "a 10 ns chunk doubles";
+  EXPECT_EQ(ctl.split_min(2), expect);
+  EXPECT_EQ(ctl.split_min(expect), 2 * expect) << "never less than two chunks";
+  // Costly iterations: one index takes longer than split_floor.
+  ctl.observe(2, 4 * algo::detail::split_floor);
+  EXPECT_EQ(ctl.split_estimate(), 1u);
+  EXPECT_EQ(ctl.split_min(ctl.chunk()), 2 * ctl.chunk());
+  // Carried to the next call of the same loop.
+  algo::detail::loop_control next(0, {}, nullptr);
+  next.start_from(8, 512);
+  EXPECT_EQ(next.chunk(), 8u);
+  EXPECT_EQ(next.split_min(8), 512u);
+  // A fixed grain is the caller's: two grains, whatever was learned.
+  algo::detail::loop_control fixed(64, {}, nullptr);
+  fixed.start_from(8, 512);
+  EXPECT_EQ(fixed.chunk(), 64u);
+  EXPECT_EQ(fixed.split_min(64), 128u);
+}
+
+// A loop whose iterations cost a few ns each runs unsplit below split_floor on two workers, and
+// its iterations all run; the next call starts from the estimate.
+TEST(algo_split_floor, a_small_loop_runs_every_index_once_on_two_workers) {
+  magpie::sched::lazy_pool pool(2);
+  for (std::size_t const n :
+       {std::size_t{1}, std::size_t{7}, std::size_t{100}, std::size_t{1000}, std::size_t{100000}}) {
+    std::vector<std::atomic<int>> hits(n);
+    for (int call = 0; call < 20; ++call) {
+      magpie::for_range(pool, std::size_t{0}, n,
+                        [&](std::size_t i) { hits[i].fetch_add(1, std::memory_order_relaxed); });
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(hits[i].load(), 20) << "n = " << n << ", index " << i;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(all, algo_control, ::testing::ValuesIn(all_schedulers()), sched_name());

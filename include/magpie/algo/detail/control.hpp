@@ -3,10 +3,14 @@
 // tasks: cancellation (a scope: the stop token, an internal stop flag, the enclosing scope),
 // the first exception, and the adaptive chunk size. See docs/algorithms.md.
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
+#include <limits>
 #include <utility>
 
 #include "magpie/algo/stop_token.hpp"
@@ -36,6 +40,16 @@ inline constexpr std::chrono::nanoseconds grow_below{250};
 inline constexpr std::chrono::nanoseconds shrink_above{2000};
 /// Once settled, a task re-times one chunk in `resample_every`.
 inline constexpr unsigned resample_every = 64;
+/// The least work, by the timed chunks' estimate, a range must hold for a task to split it
+/// (docs/algorithms.md, "Too small to split"): handing half of it to another worker costs a
+/// steal, the thief's first misses on the stolen frames, and the hand-back of what follows the
+/// join to the thread that waits for it, ~1.5–2 µs in all on a VM, which the second worker must
+/// save. Below it the range runs on the worker that holds it.
+#if defined(MAGPIE_SPLIT_FLOOR_NS) // for measurements only
+inline constexpr std::chrono::nanoseconds split_floor{MAGPIE_SPLIT_FLOOR_NS};
+#else
+inline constexpr std::chrono::nanoseconds split_floor{2000};
+#endif
 
 class loop_control {
 public:
@@ -91,6 +105,7 @@ public:
     if (size != now) {
       return; // measured with a stale size: ignore
     }
+    learn_split(size, took);
     if (took < grow_below) {
       m_chunk.store(now * 2, std::memory_order_relaxed);
     } else if (took > shrink_above && now > 1) {
@@ -104,12 +119,26 @@ public:
   /// Whether the adaptive chunk size has settled (a hint, as chunk()).
   bool settled() const noexcept { return m_settled.load(std::memory_order_relaxed); }
 
-  /// Before the loop starts: begins the adaptive chunk size at `chunk` (what an earlier run of the
-  /// same loop settled on) instead of 1. Still unsettled: the first timed chunk confirms it, or
-  /// halves or doubles it as observe() would.
-  void start_from(std::size_t chunk) noexcept {
+  /// The fewest indices a range must hold for a task to split it, with chunks of `chunk` (a
+  /// hint, as chunk()): two chunks, and, once a chunk has been timed, as many indices as the
+  /// timed chunks say take split_floor (a power of two). With a fixed grain: two chunks.
+  std::size_t split_min(std::size_t chunk) const noexcept {
+    return std::max(2 * chunk, m_split_min.load(std::memory_order_relaxed));
+  }
+
+  /// The timed estimate behind split_min() (0: none yet), for the next call of the same loop.
+  std::size_t split_estimate() const noexcept {
+    return m_split_min.load(std::memory_order_relaxed);
+  }
+
+  /// Before the loop starts: begins the adaptive chunk size at `chunk` and the split estimate at
+  /// `split` (what an earlier run of the same loop settled on) instead of 1 and none. Still
+  /// unsettled: the first timed chunk confirms them, or halves or doubles the chunk as observe()
+  /// would.
+  void start_from(std::size_t chunk, std::size_t split) noexcept {
     if (!m_fixed && chunk != 0) {
       m_chunk.store(chunk, std::memory_order_relaxed);
+      m_split_min.store(split, std::memory_order_relaxed);
     }
   }
 
@@ -117,6 +146,19 @@ public:
   bool fixed() const noexcept { return m_fixed; }
 
 private:
+  /// From a chunk of `size` indices that took `took`: the indices that take split_floor, rounded
+  /// up to a power of two (so that timing noise seldom changes it: a write only when it does).
+  void learn_split(std::size_t size, std::chrono::nanoseconds took) noexcept {
+    auto const ns = static_cast<std::uint64_t>(std::max<std::int64_t>(took.count(), 1));
+    std::uint64_t const need =
+        (static_cast<std::uint64_t>(split_floor.count()) * size + ns - 1) / ns;
+    std::size_t const split = std::bit_ceil(static_cast<std::size_t>(std::min<std::uint64_t>(
+        need, std::uint64_t{1} << (std::numeric_limits<std::size_t>::digits - 2))));
+    if (m_split_min.load(std::memory_order_relaxed) != split) {
+      m_split_min.store(split, std::memory_order_relaxed);
+    }
+  }
+
   // Padding, not alignas: the control lives in a coroutine frame on magpie's stack, which is only
   // 16-byte aligned. 64 bytes apart, the scope (read by every chunk, written once by a stop), the
   // failure slot and the chunk size that calibration writes never share a cache line.
@@ -127,6 +169,7 @@ private:
   std::exception_ptr m_error; // written once, by the winner of m_failed
   [[maybe_unused]] char m_pad1[64] = {};
   std::atomic<std::size_t> m_chunk;
+  std::atomic<std::size_t> m_split_min{0}; // 0: not timed yet (see split_min)
   std::atomic<bool> m_settled;
   bool m_fixed;
 };

@@ -6,6 +6,8 @@
 // empty, no thief can find work here, so the task splits — it forks the lower half of what is
 // left (which runs at once, on this worker) and keeps the upper half as its continuation, which a
 // hungry thief steals. A non-empty deque means a thief still has something to take: no split.
+// Nor does a range too small to pay for a steal split (loop_control::split_min: two chunks, and
+// what the timed chunks say takes split_floor).
 // On a pool of one worker a range never splits (nobody could steal the upper half); on more, with
 // no thief hungry, it costs O(log n) forks. Either way it runs in index order.
 
@@ -56,7 +58,7 @@ core::task<void> split_range(loop_control *ctl, Body const *body, std::size_t lo
       }
     }
     std::size_t const chunk = ctl->chunk();
-    if (may_split && hi - lo >= 2 * chunk && deque_empty()) {
+    if (may_split && hi - lo >= ctl->split_min(chunk) && deque_empty()) {
       std::size_t const mid = lo + (hi - lo) / 2;
       co_await core::fork(split_range<Body>, ctl, body, lo, mid);
       lo = mid; // our continuation, which a thief may have stolen, takes the upper half
@@ -81,13 +83,19 @@ core::task<void> split_range(loop_control *ctl, Body const *body, std::size_t lo
   co_await core::join();
 }
 
-/// The chunk size a loop of body type `Body` last settled on, with the number of indices it ran
-/// over: `n << learned_chunk_bits | chunk` (0: none). A loop called again and again over the
-/// same n (from a plain thread, once per frame or step) starts from it instead of calibrating
-/// from one index, which costs a few short, timed chunks per call — and, with a thief, writes to
-/// the shared chunk size while both read it. Relaxed: a hint; a call over another n ignores it.
+/// The chunk size a loop of body type `Body` last reached (settled, or, in a loop too short to
+/// settle, still growing), with the number of indices it ran over: `n << learned_chunk_bits |
+/// chunk` (0: none). A loop called again and again over the same n (from a plain thread, once
+/// per frame or step) starts from it instead of calibrating from one index, which costs a few
+/// short, timed chunks per call — and, with a thief, writes to the shared chunk size while both
+/// read it — and from its split estimate, so that a loop too small to split is not split before
+/// its first timed chunk. Relaxed: a hint; a call over another n ignores it.
 template <typename Body>
 inline std::atomic<std::uint64_t> learned_chunk{0};
+/// The split estimate (loop_control::split_estimate) of the call that wrote learned_chunk<Body>
+/// last: used with it, a hint as it is.
+template <typename Body>
+inline std::atomic<std::size_t> learned_split{0};
 
 inline constexpr unsigned learned_chunk_bits = 20;
 
@@ -101,15 +109,20 @@ core::task<void> run_loop(loop_control *ctl, Body const *body, std::size_t n) {
     if (learn) {
       std::uint64_t const last = learned_chunk<Body>.load(std::memory_order_relaxed);
       if (last >> learned_chunk_bits == n) {
-        ctl->start_from(static_cast<std::size_t>(last & chunk_mask));
+        ctl->start_from(static_cast<std::size_t>(last & chunk_mask),
+                        learned_split<Body>.load(std::memory_order_relaxed));
       }
     }
     co_await core::call(split_range<Body>, ctl, body, std::size_t{0}, n);
     co_await core::join(); // rethrows what the engine itself threw (an allocation failure)
-    if (learn && ctl->settled() && ctl->chunk() <= chunk_mask) {
+    if (learn && ctl->split_estimate() != 0 && ctl->chunk() <= chunk_mask) { // a chunk was timed
       std::uint64_t const now = std::uint64_t{n} << learned_chunk_bits | ctl->chunk();
       if (learned_chunk<Body>.load(std::memory_order_relaxed) != now) { // writes only on change
         learned_chunk<Body>.store(now, std::memory_order_relaxed);
+      }
+      std::size_t const split = ctl->split_estimate();
+      if (learned_split<Body>.load(std::memory_order_relaxed) != split) {
+        learned_split<Body>.store(split, std::memory_order_relaxed);
       }
     }
   }
