@@ -130,7 +130,9 @@ bool pool::run_as_guest(job *j, bool (*admit)(job *j) noexcept) {
   enter_guest();
   core::context *const previous = core::set_this_context(g);
   g->bump(core::counter::jobs);
+  g->set_runs_own_root(true); // it waits for its root's joiners: §5.2 (not help_host's roots)
   j->m_run(j, *g); // returns when the root's strand ends here (it completed or waits elsewhere)
+  g->set_runs_own_root(false);
   detail::check_strand_ended(*g);
   core::set_this_context(previous);
   leave_guest();

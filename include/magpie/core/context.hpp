@@ -189,6 +189,15 @@ public:
   executor *home() const noexcept { return m_home; }
   /// This worker's index within its scheduler.
   std::size_t index() const noexcept { return m_index; }
+
+  /// Owner only: whether this context is a caller running its own root (a pool's guest slot
+  /// during run_root_here). It may run nothing else, so where a child of its ends and finds its
+  /// parent stolen, it waits a little for the parent's runner to reach the join first
+  /// (detail::arrive_at_stolen_parent), and then continues its root itself instead of leaving
+  /// the rest to that worker and waiting to be told the root is done (docs/protocols.md §5.2).
+  bool runs_own_root() const noexcept { return m_runs_own_root; }
+  /// Owner only: see runs_own_root().
+  void set_runs_own_root(bool on) noexcept { m_runs_own_root = on; }
   /// Owner only: counts one event. A relaxed load and store, not a read-modify-write: only the
   /// owner writes, and readers want a snapshot, not an edge.
   void bump(counter c) noexcept {
@@ -340,6 +349,7 @@ private:
   std::atomic<observer *> m_observer{nullptr}; // see observe(); written by exchange_observer
   std::atomic<event_set> m_wants{0};           // the events observe() reports (a hint)
   std::atomic<std::uint32_t> m_inside{0};      // odd while observed() runs (owner writes)
+  bool m_runs_own_root = false;                // see runs_own_root()
   // Single writer (the owner), any reader: on a line of their own, so that readers summing
   // them from other threads do not slow the owner's stack and deque fields down.
   alignas(64) std::atomic<std::uint64_t> m_counters[static_cast<std::size_t>(counter::count_)] = {};

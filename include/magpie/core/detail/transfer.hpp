@@ -3,10 +3,12 @@
 //
 // Protocol: docs/protocols.md ("Final suspend" and "Join counting and stack hand-off").
 
+#include <chrono>
 #include <coroutine>
 
 #include "magpie/core/config.hpp"
 #include "magpie/core/context.hpp"
+#include "magpie/core/detail/pause.hpp"
 #include "magpie/core/frame.hpp"
 
 // GCC inlines the hot path into each task's coroutine (its budget needs the nudge); Clang does
@@ -38,10 +40,41 @@ inline std::coroutine_handle<> continue_after_handoff(context *ctx) noexcept {
   return std::noop_coroutine();
 }
 
+/// How long a caller running its own root waits at a stolen parent for the parent's runner to
+/// reach the join (wait_for_joiner): about what a worker that finishes the parent takes to hand
+/// the root's end back to the caller, and far less than the caller then polls for it anyway.
+inline constexpr std::chrono::nanoseconds joiner_wait{10'000};
+
+/// A caller running its own root (context::runs_own_root), whose child ended and found the
+/// parent stolen: polls the parent's join counter, for at most joiner_wait, until the parent's
+/// runner has reached its join (has subtracted its share: the counter is below join_init / 2),
+/// so that the arrival that follows is the last one and the caller resumes the parent itself.
+/// Only a delay before the arrival, which decides as always (docs/protocols.md §5.2); the parent
+/// cannot finish its join before we arrive, so its frame outlives these reads.
+MAGPIE_NOINLINE inline void wait_for_joiner(frame_base const *parent) noexcept {
+  auto const joined = [parent] {
+    // relaxed: a hint; the arrival's acq_rel decrement is what orders and decides
+    return parent->m_joins.load(std::memory_order_relaxed) < frame_base::join_init / 2;
+  };
+  if (joined()) {
+    return;
+  }
+  auto const until = std::chrono::steady_clock::now() + joiner_wait;
+  for (unsigned i = 1; !joined(); ++i) {
+    cpu_pause();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() >= until) {
+      return;
+    }
+  }
+}
+
 /// A forked child finished and found its parent's continuation gone from the deque: the parent
 /// was stolen. Arrive at the parent's join; resume it if we are the last to arrive.
 MAGPIE_NOINLINE inline std::coroutine_handle<>
 arrive_at_stolen_parent(context *ctx, frame_base *parent) noexcept {
+  if (ctx->runs_own_root()) {
+    wait_for_joiner(parent);
+  }
   // Frames still on our stack belong to the parent (its own frame is the top one): the parent
   // owns this chain from now on. This must happen before the decrement below, after which the
   // parent may be resumed elsewhere and take the chain.
