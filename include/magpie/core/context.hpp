@@ -102,9 +102,7 @@ inline thread_local context *tls_context = nullptr;
 // that a task resumed on another thread reads the first thread's variable. An opaque call cannot
 // be cached. GCC lowers coroutines before optimising and does not have this problem.
 MAGPIE_NOINLINE inline context *this_context() noexcept {
-  context *c = detail::tls_context;
-  asm volatile("" : "+r"(c)); // opaque: not pure, so calls are never merged
-  return c;
+  return detail::opaque_address(detail::tls_context); // opaque: calls are never merged
 }
 #else
 inline context *this_context() noexcept { return detail::tls_context; }

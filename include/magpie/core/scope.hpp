@@ -93,9 +93,12 @@ inline stop_scope const *scope_of(frame_base const &f) noexcept {
 
 inline thread_local stop_scope const *tls_scope = nullptr;
 
-/// The scope of the algorithm iteration running on this thread (null: none). Out of line, like
-/// this_context(): Clang may otherwise cache a thread_local's address across a suspension.
-MAGPIE_NOINLINE inline stop_scope const *thread_scope() noexcept { return tls_scope; }
+/// The scope of the algorithm iteration running on this thread (null: none). Out of line and
+/// opaque, like this_context(): Clang may otherwise cache a thread_local's address across a
+/// suspension, or merge two calls.
+MAGPIE_NOINLINE inline stop_scope const *thread_scope() noexcept {
+  return opaque_address(tls_scope);
+}
 
 /// Installs `s` as this thread's scope; returns the previous one.
 MAGPIE_NOINLINE inline stop_scope const *set_thread_scope(stop_scope const *s) noexcept {
