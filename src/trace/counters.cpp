@@ -113,7 +113,9 @@ std::string counter_snapshot::to_table() const {
     append_row(out, std::to_string(w).c_str(), workers[w], widths);
   }
   for (std::size_t c = 0; c < callers.size(); ++c) {
-    append_row(out, ("c" + std::to_string(c)).c_str(), callers[c], widths);
+    std::string name = "c"; // (not "c" + to_string: GCC 12 warns, -Wrestrict, wrongly)
+    name += std::to_string(c);
+    append_row(out, name.c_str(), callers[c], widths);
   }
   append_row(out, "total", total, widths);
   if (!counting_tasks) {
