@@ -137,10 +137,11 @@ TEST(trace_counters, a_loop_on_a_pool_of_one_worker_never_splits) {
   }
 }
 
-/// ~40-80 ns of work that the compiler cannot drop (out of line: see STYLE.md on busy loops).
-__attribute__((noinline)) void burn_a_little(std::atomic<std::uint64_t> &sink) {
+/// ~1-2 ns per step of work that the compiler cannot drop (out of line: see STYLE.md on busy
+/// loops).
+__attribute__((noinline)) void burn_a_little(std::atomic<std::uint64_t> &sink, unsigned steps) {
   std::uint64_t x = sink.load(std::memory_order_relaxed);
-  for (unsigned i = 0; i < 40; ++i) {
+  for (unsigned i = 0; i < steps; ++i) {
     x = x * 6364136223846793005ULL + 1442695040888963407ULL;
     asm volatile("" : "+r"(x));
   }
@@ -165,16 +166,15 @@ std::int64_t serial_ns(Body const &body, int n, int reps) {
 }
 
 TEST(trace_counters, a_loop_too_small_to_pay_for_a_steal_is_not_split) {
-  // Up to 16 iterations of ~40-80 ns: ~1 µs in all, below algo::detail::split_floor. A range of
-  // two chunks or more used to split whenever the deque was empty, at every call; now a call that
-  // starts from what the last one timed runs it on one worker. Timing is noisy (a chunk
-  // preempted while timed makes iterations look slow), so the test asks for one unsplit call
-  // among many, where every call used to split. A sanitizer makes the body several times slower:
-  // the loop is shortened to stay near 1 µs, as the split floor is a time, not a length.
+  // 16 iterations of about half of algo::detail::split_floor in all. A range of two chunks or
+  // more used to split whenever the deque was empty, at every call; now a call that starts from
+  // what the last one timed runs it on one worker. Timing is noisy (a chunk preempted while timed
+  // makes iterations look slow), so the test asks for one unsplit call among many, where every
+  // call used to split. The iterations' cost is set from a serial timing in this build, as the
+  // split floor is a time, not a length.
   if (MAGPIE_UNDER_TSAN) {
     // The loop's own atomics and clock reads are instrumented too, so what its timed chunks say
-    // per index is not what the serial loop takes: shortened to ~1 µs serial, it still split at
-    // every call.
+    // per index is not what the serial loop takes: at ~1 µs serial, it still split at every call.
     GTEST_SKIP() << "a timing heuristic: ThreadSanitizer changes what the loop's clock measures";
   }
   magpie::sched::pool_options options;
@@ -183,30 +183,32 @@ TEST(trace_counters, a_loop_too_small_to_pay_for_a_steal_is_not_split) {
   magpie::sched::lazy_pool pool(options);
   std::atomic<std::uint64_t> sink{1};
   std::atomic<int> ran{0};
+  unsigned steps = 40;
   auto const body = [&](int) {
-    burn_a_little(sink);
+    burn_a_little(sink, steps);
     ran.fetch_add(1, std::memory_order_relaxed);
   };
-  std::int64_t const sixteen = serial_ns(body, 16, 15);
-  int const n = static_cast<int>(
-      std::clamp<std::int64_t>(16 * 1'000 / std::max<std::int64_t>(sixteen, 1), 0, 16));
-  if (n < 2) {
-    GTEST_SKIP() << "16 iterations take " << sixteen
-                 << " ns in this build: a loop of two is above 1 µs";
+  std::int64_t const at_40 = serial_ns(body, 16, 15);
+  std::int64_t const target = magpie::algo::detail::split_floor.count() / 2;
+  steps = static_cast<unsigned>(
+      std::clamp<std::int64_t>(40 * target / std::max<std::int64_t>(at_40, 1), 0, 400));
+  if (steps == 0) {
+    GTEST_SKIP() << "16 iterations take " << at_40 << " ns in this build, above " << target;
   }
   ran.store(0);
   std::uint64_t least = ~std::uint64_t{0};
   for (int call = 0; call < 40; ++call) {
     std::uint64_t const before = magpie::trace::counters(pool).total.forks;
-    magpie::for_range(pool, 0, n, body);
+    magpie::for_range(pool, 0, 16, body);
     std::uint64_t const forks = magpie::trace::counters(pool).total.forks - before;
     if (call > 0) {
       least = std::min(least, forks);
     }
   }
-  EXPECT_EQ(ran.load(), 40 * n);
+  EXPECT_EQ(ran.load(), 40 * 16);
   if constexpr (magpie::core::observes_tasks) {
-    EXPECT_EQ(least, 0u) << "every call split a loop of " << n << " iterations, ~1 µs";
+    EXPECT_EQ(least, 0u) << "every call split a loop of ~" << target << " ns (" << steps
+                         << " steps per iteration)";
     EXPECT_GT(loop_forks(2), 0u) << "a loop of 10^5 iterations still splits";
   } else {
     EXPECT_EQ(least, 0u); // no hook at fork in this build
