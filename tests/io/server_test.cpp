@@ -376,24 +376,34 @@ TEST_P(server_test, a_client_that_never_reads_its_replies_is_dropped_after_the_i
     ASSERT_LT(clk::now(), give_up) << "the server kept reading a client that never reads";
   }
   EXPECT_GT(s.requests(), 0);
+  // The server first works through the requests the kernel already holds for it (some 10^5
+  // one-byte requests, as far as its send buffer takes the replies: seconds under a sanitizer on
+  // a loaded machine; on one worker nothing else runs meanwhile). The timeout is for a handler
+  // that makes no progress: wait while requests are still being served, and for `settle` after
+  // they stop. Another client is served once the hog's handler waits (20 ms without progress).
+  auto const cap = clk::now() + 12 * settle; // against a server that serves forever
+  auto served = s.requests();
+  auto quiet_since = clk::now();
+  auto const note_progress = [&] {
+    if (auto const now_served = s.requests(); now_served != served) {
+      served = now_served;
+      quiet_since = clk::now();
+    }
+  };
+  while (s.timeouts() == 0 && clk::now() - quiet_since < 20ms) {
+    ASSERT_LT(clk::now(), cap) << "the server kept serving a client that never reads";
+    note_progress();
+    std::this_thread::sleep_for(1ms);
+  }
   {
     request const r(std::string(100, 'r'));
     client other(s.port()); // served while the hog's handler waits
     ASSERT_TRUE(other.round_trip(r));
   }
-  // The server first works through the requests the kernel already holds for it (some 10^5
-  // one-byte requests, as far as its send buffer takes the replies: seconds under a sanitizer on
-  // a loaded machine). The timeout is for a handler that makes no progress: wait while requests
-  // are still being served, and for `settle` after they stop.
-  auto const cap = clk::now() + 12 * settle; // against a server that serves forever
-  auto served = s.requests();
-  auto quiet_since = clk::now();
+  quiet_since = clk::now();
   while (s.timeouts() != 1) {
     ASSERT_LT(clk::now(), cap) << "the server kept serving a client that never reads";
-    if (auto const now_served = s.requests(); now_served != served) {
-      served = now_served;
-      quiet_since = clk::now();
-    }
+    note_progress();
     ASSERT_LT(clk::now() - quiet_since, settle)
         << "a handler waiting to write to a client that never reads was never dropped";
     std::this_thread::sleep_for(1ms);
