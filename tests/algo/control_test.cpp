@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -297,19 +298,26 @@ struct chunk_recorder {
   }
 };
 
-/// Runs chunk_recorder over [0, n) on one worker; returns the chunk size the loop ended with
-/// (0 if it never settled) and the sizes of its chunks in order.
-std::pair<std::size_t, std::vector<std::size_t>> record_chunks(std::size_t n) {
+/// Runs chunk_recorder over [0, n) on `sched` (one thread: the recorder is not synchronised);
+/// returns the chunk size the loop ended with (0 if it never settled) and the sizes of its chunks
+/// in order.
+template <typename Sched>
+std::pair<std::size_t, std::vector<std::size_t>> record_chunks_on(Sched &sched, std::size_t n) {
   std::vector<std::size_t> sizes;
   chunk_recorder const body{&sizes};
-  magpie::inline_scheduler one;
-  std::size_t const settled = magpie::sync_wait(one, [&]() -> magpie::task<std::size_t> {
+  std::size_t const settled = magpie::sync_wait(sched, [&]() -> magpie::task<std::size_t> {
     algo::detail::loop_control ctl(0, {}, nullptr);
     co_await magpie::call(algo::detail::run_loop<chunk_recorder>, &ctl, &body, n);
     co_await magpie::join();
     co_return ctl.settled() ? ctl.chunk() : 0;
   });
   return {settled, std::move(sizes)};
+}
+
+/// record_chunks_on an inline scheduler: one thread, where a range may still split.
+std::pair<std::size_t, std::vector<std::size_t>> record_chunks(std::size_t n) {
+  magpie::inline_scheduler one;
+  return record_chunks_on(one, n);
 }
 
 // A loop run again over the same number of indices starts from the chunk size it settled on the
@@ -326,6 +334,27 @@ TEST(algo_learned_chunk, a_loop_run_again_over_the_same_n_starts_from_the_size_i
   auto const other = record_chunks(n + 1);
   ASSERT_FALSE(other.second.empty());
   EXPECT_EQ(other.second.front(), 1u) << "the size learned over another n is not used";
+}
+
+// On a pool of one worker nobody can steal from the loop's task, so once the chunk size has
+// settled its untimed steps run solo_chunks chunks at a time; timed chunks keep the settled size,
+// and every index runs once, in order.
+TEST(algo_learned_chunk, a_loop_nobody_can_steal_from_runs_its_untimed_chunks_together) {
+  std::size_t const n = std::size_t{1} << 15; // ~1 ms of ~40 ns iterations
+  magpie::sched::lazy_pool pool(1);
+  auto const [settled, sizes] = record_chunks_on(pool, n);
+  ASSERT_GT(settled, 1u) << "~40 ns iterations settle on chunks of several";
+  std::set<std::size_t> const seen(sizes.begin(), sizes.end());
+  std::size_t total = 0;
+  std::size_t wide = 0; // steps of solo_chunks times a size that also ran as one (timed) chunk
+  for (std::size_t const s : sizes) {
+    total += s;
+    wide += s % algo::detail::solo_chunks == 0 && seen.contains(s / algo::detail::solo_chunks);
+  }
+  EXPECT_EQ(total, n) << "every index once";
+  EXPECT_GT(wide, 0u) << "no untimed step ran more than one chunk";
+  EXPECT_LT(sizes.size(), n / settled / 2) << "the chunks of a loop nobody can steal from stayed "
+                                              "as short as those a thief waits between";
 }
 
 // The least range a task splits: two chunks, and once a chunk is timed, the indices that take

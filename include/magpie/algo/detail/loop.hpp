@@ -44,6 +44,12 @@ inline bool others_may_steal() noexcept {
   return ctx == nullptr || ctx->home() == nullptr || ctx->home()->workers() > 1;
 }
 
+/// On a pool where nobody can steal (others_may_steal() is false), chunks an untimed step of a
+/// range runs at once: the per-chunk checks (stop, find_if's skip, the loop's cancellation scope)
+/// then cost ~0.1 % of a settled chunk's time instead of ~1 %, and a stop still takes effect
+/// within ~solo_chunks × shrink_above of work.
+inline constexpr std::size_t solo_chunks = 8;
+
 /// Runs chunks [lo, hi) of `body` (a callable `void(std::size_t lo, std::size_t hi)` that must
 /// not suspend), splitting on demand. Exceptions from `body` go to `ctl` (first one wins) and
 /// stop the loop; the caller rethrows them after the join.
@@ -64,8 +70,13 @@ core::task<void> split_range(loop_control *ctl, Body const *body, std::size_t lo
       lo = mid; // our continuation, which a thief may have stolen, takes the upper half
       continue;
     }
-    std::size_t const end = lo + std::min(chunk, hi - lo);
     bool const timed = ctl->should_time(count++);
+    // Alone on its range (no thief can exist), an untimed adaptive chunk need not stay short for a
+    // thief's sake: solo_chunks of them run between two checks.
+    std::size_t const take = may_split || timed || ctl->fixed() || chunk > (hi - lo) / solo_chunks
+                                 ? chunk
+                                 : chunk * solo_chunks;
+    std::size_t const end = lo + std::min(take, hi - lo);
     auto const t0 =
         timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     try {
