@@ -204,11 +204,6 @@ TEST_P(scope_test, algorithms_inside_a_stopped_scope_skip_what_has_not_started) 
 }
 
 TEST_P(scope_test, a_root_started_from_an_iteration_inherits_the_algorithms_scope) {
-  if (MAGPIE_UNDER_ASAN) {
-    // The open issue of control_test's stop_of_an_enclosing_algorithm_reaches_nested_ones: under
-    // Clang 16 + ASan/UBSan a root started inside an iteration reports a misaligned core::context.
-    GTEST_SKIP() << "open issue under ASan/UBSan: misaligned core::context in a nested root";
-  }
   std::atomic<int> nested_saw{0};
   std::atomic<int> iterations{0};
   // Every iteration that runs stops the loop first, then starts a root on another scheduler.

@@ -148,6 +148,16 @@ inline T *opaque_address(T *p) noexcept {
 #  endif
 #endif
 
+namespace magpie::core::detail {
+/// 64 bytes of padding: the members before it and after it lie on different cache lines whatever
+/// the object's alignment. Used instead of alignas(64), which would raise the alignment of every
+/// class holding the member above what a task's frame guarantees (alignof(std::max_align_t)):
+/// magpie's public types may be locals of a task, or of a function a compiler inlines into one.
+struct line_gap {
+  unsigned char bytes[64];
+};
+} // namespace magpie::core::detail
+
 /// Always-on check for conditions that would otherwise corrupt memory or hang.
 #define MAGPIE_CHECK(expr, message)                                                                \
   ((expr) ? static_cast<void>(0)                                                                   \

@@ -11,6 +11,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 
@@ -32,8 +33,8 @@ public:
   /// while tasks it started are suspended, waits for their resumption and runs them.
   void submit_root(job *j) {
     std::lock_guard serial(m_mutex);
-    core::context *previous = core::set_this_context(&m_ctx);
-    j->m_run(j, m_ctx);
+    core::context *previous = core::set_this_context(m_ctx.get());
+    j->m_run(j, *m_ctx);
     for (;;) {
       job *next = nullptr;
       {
@@ -46,7 +47,7 @@ public:
         next = m_queue;
         m_queue = next->m_next;
       }
-      next->m_run(next, m_ctx);
+      next->m_run(next, *m_ctx);
     }
     core::set_this_context(previous);
   }
@@ -81,10 +82,10 @@ public:
   std::size_t workers() const noexcept { return 1; }
 
   /// True while a task of this scheduler runs on the calling thread.
-  bool is_worker_thread() const noexcept { return core::this_context() == &m_ctx; }
+  bool is_worker_thread() const noexcept { return core::this_context() == m_ctx.get(); }
 
   /// The one worker's counters.
-  core::worker_stats stats() const noexcept { return m_ctx.stats(); }
+  core::worker_stats stats() const noexcept { return m_ctx->stats(); }
 
 private:
   static core::executor::operations const operations_table;
@@ -94,8 +95,14 @@ private:
   std::condition_variable m_queue_cv;
   job *m_queue = nullptr; // resumed tasks, oldest first (guarded by m_queue_mutex)
   std::size_t m_held = 0; // suspended tasks not yet resubmitted (guarded by m_queue_mutex)
-  core::context m_ctx{this, 0, this};
+  // On the heap: a context is over-aligned (its deque's ends and its counters have cache lines of
+  // their own), and the scheduler may be a task's local, or a local of a plain function that a
+  // compiler inlines into a task, where only alignof(std::max_align_t) is guaranteed.
+  std::unique_ptr<core::context> m_ctx = std::make_unique<core::context>(this, 0, this);
 };
+// It may be a task's local, or a local of a plain function that a compiler inlines into a task.
+static_assert(alignof(inline_scheduler) <= alignof(std::max_align_t),
+              "inline_scheduler must not be over-aligned: it may live in a task's frame");
 
 inline core::executor::operations const inline_scheduler::operations_table = {
     [](core::executor &self) { static_cast<inline_scheduler &>(self).hold(); },

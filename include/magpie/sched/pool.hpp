@@ -378,10 +378,16 @@ private:
   std::vector<int> m_pin_error;           // written by each worker before m_starting reaches 0
   std::atomic<std::size_t> m_starting{0}; // workers that have not yet pinned themselves
 
-  alignas(64) std::atomic<std::size_t> m_active{0};  // workers running tasks
-  alignas(64) std::atomic<std::size_t> m_thieves{0}; // workers awake and looking for work
-  alignas(64) std::atomic<std::size_t> m_sleepers{0};
-  alignas(64) std::atomic<std::size_t> m_guests_running{0}; // thieves look at guests while > 0
+  // The counters below on lines of their own: padding, not alignas(64), so that a pool may be a
+  // task's local (core::detail::line_gap).
+  [[maybe_unused]] core::detail::line_gap m_gap_active;
+  std::atomic<std::size_t> m_active{0}; // workers running tasks
+  [[maybe_unused]] core::detail::line_gap m_gap_thieves;
+  std::atomic<std::size_t> m_thieves{0}; // workers awake and looking for work
+  [[maybe_unused]] core::detail::line_gap m_gap_sleepers;
+  std::atomic<std::size_t> m_sleepers{0};
+  [[maybe_unused]] core::detail::line_gap m_gap_guests;
+  std::atomic<std::size_t> m_guests_running{0}; // thieves look at guests while > 0
   std::atomic<std::size_t> m_guests_hosting{0}; // slots held by open_host: thieves look too
   std::atomic<bool> m_observed{false}; // an observer is installed: callers submit their roots
   std::atomic<bool> m_stop{false};
@@ -389,14 +395,16 @@ private:
 
   // Its own line: plain threads take it on every submission, while workers read the flags above
   // on every finish and every round of their loop.
-  alignas(64) mutable std::mutex m_inflight_mutex;
+  [[maybe_unused]] core::detail::line_gap m_gap_inflight;
+  mutable std::mutex m_inflight_mutex;
   std::condition_variable m_inflight_cv;
   std::size_t m_inflight = 0; // submissions from tasks (open_submission)
   // Roots submitted from outside the pool (written under m_inflight_mutex). Roots submitted by
   // our own tasks are counted per worker, and so are the finishes on our workers
   // (detail::worker); a root that finished off our workers is counted in m_foreign_finished.
   std::atomic<std::uint64_t> m_foreign_roots{0};
-  alignas(64) std::atomic<std::uint64_t> m_foreign_finished{0};
+  [[maybe_unused]] core::detail::line_gap m_gap_finished;
+  std::atomic<std::uint64_t> m_foreign_finished{0};
   // Holds (parked tasks) are counted per worker too; these count those taken or ended off our
   // workers (modified under m_inflight_mutex).
   std::atomic<std::uint64_t> m_foreign_holds{0};
@@ -464,5 +472,11 @@ public:
   /// Built as `options` say (placement, victim policy; see pool_options).
   explicit lazy_pool(pool_options const &options);
 };
+
+// A pool may be a task's local (or a local of a function inlined into a task): no member may
+// raise its alignment above a task frame's (core::detail::line_gap, not alignas(64)).
+static_assert(alignof(lazy_pool) <= alignof(std::max_align_t) &&
+                  alignof(busy_pool) <= alignof(std::max_align_t),
+              "a pool must not be over-aligned: pad with core::detail::line_gap, not alignas");
 
 } // namespace magpie::sched

@@ -22,12 +22,7 @@
 
 namespace magpie::sync::detail {
 
-/// 64 bytes of padding: the members before it and after it lie on different cache lines whatever
-/// the object's alignment (alignas(64) would raise the alignment of every class holding it above
-/// what a task's frame guarantees).
-struct line_gap {
-  unsigned char bytes[64];
-};
+using core::detail::line_gap;
 
 /// The ring of a channel of `T` with `capacity` cells (0: none, only the closed bit). push and pop
 /// may be called concurrently from any thread; close from one holding the channel's lock.
