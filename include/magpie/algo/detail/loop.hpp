@@ -44,10 +44,10 @@ inline bool others_may_steal() noexcept {
   return ctx == nullptr || ctx->home() == nullptr || ctx->home()->workers() > 1;
 }
 
-/// On a pool where nobody can steal (others_may_steal() is false), chunks an untimed step of a
-/// range runs at once: the per-chunk checks (stop, find_if's skip, the loop's cancellation scope)
-/// then cost ~0.1 % of a settled chunk's time instead of ~1 %, and a stop still takes effect
-/// within ~solo_chunks × shrink_above of work.
+/// How many chunks an untimed step of a range runs at once where nobody can steal from it
+/// (others_may_steal() is false): the checks between steps (stop, find_if's skip, the loop's
+/// cancellation scope) then cost ~0.1 % of the loop's time instead of ~1 %, and a stop still
+/// takes effect within about solo_chunks × shrink_above of work.
 inline constexpr std::size_t solo_chunks = 8;
 
 /// Runs chunks [lo, hi) of `body` (a callable `void(std::size_t lo, std::size_t hi)` that must
